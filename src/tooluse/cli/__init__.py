@@ -1,0 +1,1 @@
+"""The tooluse command line."""

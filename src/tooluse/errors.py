@@ -1,0 +1,154 @@
+"""One exception tree for tooluse.
+
+::
+
+    ToolUseError
+     ├── ToolDefinitionError        a tool cannot be described (bad name, *args, recursive model...)
+     │    └── SchemaExportError      a schema cannot be expressed in a provider's dialect
+     ├── ToolArgumentError          the model's arguments fail validation (``model_message`` is for the model)
+     ├── ToolNotFoundError          a call names a tool that is not registered
+     ├── ToolExecutionError         a tool raised or timed out (``model_message`` is for the model)
+     ├── ToolParseError             model text could not be read as tool calls
+     ├── HistoryError               a conversation a provider would reject (unanswered call ids...)
+     ├── BackendError               a model backend failed
+     │    ├── BackendHTTPError       non-success HTTP status (``status_code``, ``body``)
+     │    ├── BackendTimeoutError    the request timed out
+     │    └── ContextLengthError     the prompt does not fit the model's context
+     ├── GrammarError               a schema the grammar compiler cannot express
+     ├── MCPError                   an MCP server failed to start, crashed or answered badly
+     └── MissingDependencyError     an optional extra is not installed (also an ImportError)
+
+Errors never log or print on construction; they only carry data.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendError",
+    "BackendHTTPError",
+    "BackendTimeoutError",
+    "ContextLengthError",
+    "GrammarError",
+    "HistoryError",
+    "MCPError",
+    "MissingDependencyError",
+    "SchemaExportError",
+    "ToolArgumentError",
+    "ToolDefinitionError",
+    "ToolExecutionError",
+    "ToolNotFoundError",
+    "ToolParseError",
+    "ToolUseError",
+]
+
+
+class ToolUseError(Exception):
+    """Root of every error raised by tooluse."""
+
+
+class ToolDefinitionError(ToolUseError):
+    """A tool cannot be described correctly; raised at definition time."""
+
+
+class SchemaExportError(ToolDefinitionError):
+    """A tool schema cannot be expressed in a provider's schema dialect."""
+
+
+class ToolArgumentError(ToolUseError):
+    """Arguments from a model fail validation.
+
+    ``model_message`` is short text meant to go back to the model so it can fix the call;
+    ``errors`` lists the individual problems (dicts with ``path``, ``message``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool_name: str = "",
+        errors: list[dict[str, object]] | None = None,
+        model_message: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+        self.errors = list(errors or [])
+        self.model_message = model_message if model_message is not None else message
+
+
+class ToolNotFoundError(ToolUseError, KeyError):
+    """A call names a tool that is not registered."""
+
+    def __init__(self, name: str, available: list[str] | tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.available = tuple(available)
+        hint = f"; available tools: {', '.join(self.available)}" if self.available else ""
+        self.model_message = f"unknown tool {name!r}{hint}"
+        super().__init__(self.model_message)
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.model_message
+
+
+class ToolExecutionError(ToolUseError):
+    """A tool raised, hung past its timeout, or returned something unusable."""
+
+    def __init__(self, message: str, *, tool_name: str = "", model_message: str | None = None):
+        super().__init__(message)
+        self.tool_name = tool_name
+        self.model_message = model_message if model_message is not None else message
+
+
+class ToolParseError(ToolUseError):
+    """Model output could not be read as tool calls; ``raw`` keeps the offending text."""
+
+    def __init__(self, message: str, *, raw: str = "") -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class HistoryError(ToolUseError):
+    """A message history that a provider would reject; ``call_ids`` names the offenders."""
+
+    def __init__(self, message: str, *, call_ids: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.call_ids = tuple(call_ids)
+
+
+class BackendError(ToolUseError):
+    """A model backend failed."""
+
+
+class BackendHTTPError(BackendError):
+    """A backend answered with a non-success HTTP status."""
+
+    def __init__(self, message: str, *, status_code: int, body: str = "") -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.body = body
+
+
+class BackendTimeoutError(BackendError):
+    """A backend request timed out."""
+
+
+class ContextLengthError(BackendError):
+    """The prompt does not fit the model's context window."""
+
+
+class GrammarError(ToolUseError):
+    """A JSON Schema the grammar compiler cannot express; the message names the keyword."""
+
+
+class MCPError(ToolUseError):
+    """An MCP server failed to start, crashed, hung or answered with something malformed."""
+
+
+class MissingDependencyError(ToolUseError, ImportError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+    def __init__(self, package: str, extra: str) -> None:
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{package} is not installed; install it with: pip install 'tooluse[{extra}]'"
+        )
