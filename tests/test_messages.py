@@ -13,9 +13,9 @@ def test_tool_result_success_and_failure():
     assert structured.output == '{"t": 21}' and structured.structured == {"t": 21}
     bad = ToolResult.failure(call_id="3", tool_name="add", error=ValueError("boom"))
     assert bad.is_error and bad.output == "error: ValueError: boom"
-    assert ToolResult.failure(call_id="4", tool_name="x", error=ToolNotFoundError("x", ["a"])).output == (
-        "error: unknown tool 'x'; available tools: a"
-    )
+    assert ToolResult.failure(
+        call_id="4", tool_name="x", error=ToolNotFoundError("x", ["a"])
+    ).output == ("error: unknown tool 'x'; available tools: a")
 
 
 def test_chat_message_tool_result_and_frozen():

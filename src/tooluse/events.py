@@ -61,4 +61,6 @@ class ParseError:
     index: int | None = None
 
 
-StreamEvent = Union[TextDelta, ReasoningDelta, ToolCallStarted, ArgumentsDelta, ToolCallFinished, ParseError]
+StreamEvent = Union[
+    TextDelta, ReasoningDelta, ToolCallStarted, ArgumentsDelta, ToolCallFinished, ParseError
+]

@@ -75,7 +75,11 @@ class ToolResult:
         if not text.startswith("error:"):
             text = f"error: {text}"
         return cls(
-            call_id=call_id, tool_name=tool_name, output=text, is_error=True, metadata=dict(metadata)
+            call_id=call_id,
+            tool_name=tool_name,
+            output=text,
+            is_error=True,
+            metadata=dict(metadata),
         )
 
 

@@ -72,7 +72,10 @@ class GenerationResult:
         if self.message is not None:
             return self.message
         return ChatMessage(
-            role="assistant", content=self.text, tool_calls=self.tool_calls, reasoning=self.reasoning
+            role="assistant",
+            content=self.text,
+            tool_calls=self.tool_calls,
+            reasoning=self.reasoning,
         )
 
 
