@@ -1,11 +1,13 @@
 """The ``tooluse`` command: a thin layer over the library.
 
-Each command group lives in its own module and is attached here.
+Each command group lives in its own module (``*_cmd.py``) and attaches itself here.
 """
 
 from __future__ import annotations
 
 import typer
+
+from tooluse.cli import formats_cmd, local_cmd, mcp_cmd
 
 app = typer.Typer(
     name="tooluse",
@@ -15,12 +17,21 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def root() -> None:
+    """LLM tool calling end to end: schemas, parsing, execution, local models, MCP."""
+
+
 @app.command()
 def version() -> None:
     """Print the tooluse version."""
     from tooluse import __version__
 
     typer.echo(__version__)
+
+
+for _module in (formats_cmd, local_cmd, mcp_cmd):
+    _module.register(app)
 
 
 def main() -> None:

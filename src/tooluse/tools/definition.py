@@ -88,3 +88,14 @@ class ToolDefinition:
         if required:
             schema["required"] = required
         return schema
+
+    def to_openai_schema(self) -> dict[str, Any]:
+        """OpenAI Chat Completions tool schema (``{"type": "function", "function": {...}}``)."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters_schema,
+            },
+        }
