@@ -9,6 +9,8 @@
      ├── ToolNotFoundError          a call names a tool that is not registered
      ├── ToolExecutionError         a tool raised or timed out (``model_message`` is for the model)
      ├── ToolParseError             model text could not be read as tool calls
+     ├── ChatTemplateError          a model's chat template failed to compile or render
+     ├── ExtractionError            structured extraction got no valid record within its retries
      ├── HistoryError               a conversation a provider would reject (unanswered call ids...)
      ├── BackendError               a model backend failed
      │    ├── BackendHTTPError       non-success HTTP status (``status_code``, ``body``)
@@ -27,7 +29,9 @@ __all__ = [
     "BackendError",
     "BackendHTTPError",
     "BackendTimeoutError",
+    "ChatTemplateError",
     "ContextLengthError",
+    "ExtractionError",
     "GrammarError",
     "HistoryError",
     "MCPError",
@@ -104,6 +108,27 @@ class ToolParseError(ToolUseError):
     def __init__(self, message: str, *, raw: str = "") -> None:
         super().__init__(message)
         self.raw = raw
+
+
+class ChatTemplateError(ToolUseError):
+    """A chat template failed to compile, or refused the conversation (``raise_exception``)."""
+
+
+class ExtractionError(ToolUseError):
+    """The model gave no valid record within the allowed attempts.
+
+    ``attempts`` counts the model's tries, ``last_error`` is the last problem sent back to it
+    (empty when it never called the record tool) and ``result`` is the run (its messages show
+    every try).
+    """
+
+    def __init__(
+        self, message: str, *, attempts: int = 0, last_error: str = "", result: object = None
+    ) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.last_error = last_error
+        self.result = result
 
 
 class HistoryError(ToolUseError):

@@ -8,9 +8,20 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Union
 
-__all__ = ["ChatMessage", "Role", "ToolCall", "ToolResult", "Usage", "new_call_id"]
+__all__ = [
+    "AssistantPart",
+    "ChatMessage",
+    "ProviderState",
+    "ReasoningPart",
+    "Role",
+    "TextPart",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
+    "new_call_id",
+]
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -18,6 +29,26 @@ Role = Literal["system", "user", "assistant", "tool"]
 def new_call_id() -> str:
     """A fresh tool call id, valid for every provider's id pattern (``call_`` + 24 hex)."""
     return "call_" + uuid.uuid4().hex[:24]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderState:
+    """Opaque state a provider wants back unchanged, tagged with the provider (and model) that issued it.
+
+    Examples: an Anthropic thinking signature, a Gemini thought signature, an OpenAI Responses
+    reasoning item. Adapters replay it only to the same provider (and model, when both are
+    known) and drop it on a switch, because other providers reject or misread it.
+    """
+
+    provider: str
+    model: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def replayable_to(self, provider: str, model: str = "") -> bool:
+        """Whether this state may be sent to ``provider``/``model``."""
+        if self.provider != provider:
+            return False
+        return not (self.model and model and self.model != model)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +64,10 @@ class ToolCall:
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     raw_arguments: str | None = None
+    # Provider-specific state attached to the call (a Gemini thought signature, a Responses item id).
+    state: ProviderState | None = field(default=None, compare=False, repr=False)
+    # True when the provider sent no id and tooluse minted one; never echoed back to that provider.
+    synthetic_id: bool = field(default=False, compare=False)
 
     def arguments_json(self) -> str:
         """The arguments as compact JSON text (the raw text when it could not be decoded)."""
@@ -127,6 +162,25 @@ class Usage:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReasoningPart:
+    """Reasoning the model showed (``text``) and/or opaque reasoning ``state`` to replay."""
+
+    text: str = ""
+    state: ProviderState | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextPart:
+    """Visible assistant text; ``state`` holds e.g. a Gemini thought signature on that part."""
+
+    text: str
+    state: ProviderState | None = field(default=None, compare=False, repr=False)
+
+
+AssistantPart = Union[ReasoningPart, TextPart, ToolCall]
+
+
+@dataclass(frozen=True, kw_only=True)
 class ChatMessage:
     """One turn of a conversation.
 
@@ -134,6 +188,10 @@ class ChatMessage:
     - ``role="tool"`` carries one ``result`` (its ``output`` is also the ``content``); build it
       with :meth:`ChatMessage.tool_result`.
     - ``metadata`` is free-form (the loop stores ``tool_trail`` there).
+    - ``parts`` keeps an assistant turn's exact order (reasoning, text, tool calls) and the
+      provider-tagged reasoning state. When given, it wins; ``content``, ``tool_calls`` and
+      ``reasoning`` are filled from it if left empty. When empty, :meth:`ordered_parts` derives
+      the order reasoning, text, calls.
     """
 
     role: Role
@@ -143,12 +201,37 @@ class ChatMessage:
     reasoning: str = ""
     name: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    parts: tuple[AssistantPart, ...] = ()
 
     def __post_init__(self) -> None:
         if self.content is None:  # callers pass result.text, which may be None
             object.__setattr__(self, "content", "")
         if not isinstance(self.tool_calls, tuple):
             object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        if not isinstance(self.parts, tuple):
+            object.__setattr__(self, "parts", tuple(self.parts))
+        if self.parts:
+            if not self.content:
+                text = "".join(p.text for p in self.parts if isinstance(p, TextPart))
+                object.__setattr__(self, "content", text)
+            if not self.tool_calls:
+                calls = tuple(p for p in self.parts if isinstance(p, ToolCall))
+                object.__setattr__(self, "tool_calls", calls)
+            if not self.reasoning:
+                thought = "".join(p.text for p in self.parts if isinstance(p, ReasoningPart))
+                object.__setattr__(self, "reasoning", thought)
+
+    def ordered_parts(self) -> tuple[AssistantPart, ...]:
+        """The assistant turn as ordered parts (``parts``, else reasoning, text, calls)."""
+        if self.parts:
+            return self.parts
+        out: list[AssistantPart] = []
+        if self.reasoning:
+            out.append(ReasoningPart(text=self.reasoning))
+        if self.content:
+            out.append(TextPart(text=self.content))
+        out.extend(self.tool_calls)
+        return tuple(out)
 
     @classmethod
     def system(cls, content: str) -> ChatMessage:

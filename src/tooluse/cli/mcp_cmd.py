@@ -1,9 +1,183 @@
-"""`tooluse` commands of the mcp part."""
+"""`tooluse mcp ...`: list and call the tools of an MCP server, or serve tooluse tools over MCP.
+
+::
+
+    tooluse mcp list -- python -m mcp_server_time
+    tooluse mcp call get_current_time --args '{"timezone": "UTC"}' -- python -m mcp_server_time
+    tooluse mcp list --url http://127.0.0.1:8000/mcp
+    tooluse mcp serve my_tools.py [--http --port 8765]
+"""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import typer
+
+mcp_app = typer.Typer(
+    name="mcp",
+    help="Use tools from MCP servers, or serve tooluse tools as an MCP server.",
+    no_args_is_help=True,
+)
+
+_SERVER_HELP = (
+    "The server command and its arguments, after `--` (e.g. -- python -m mcp_server_time)."
+)
 
 
 def register(app: typer.Typer) -> None:
     """Attach this module's commands to the main app."""
+    app.add_typer(mcp_app, name="mcp")
+
+
+def _config(server: list[str] | None, url: str | None, timeout: float) -> Any:
+    from tooluse.execution.mcp import MCPServerConfig
+
+    if bool(server) == bool(url):
+        raise typer.BadParameter("give either a server command after `--` or --url (not both)")
+    if url:
+        return MCPServerConfig(url=url, timeout=timeout, startup_timeout=timeout)
+    assert server
+    return MCPServerConfig(
+        command=server[0], args=tuple(server[1:]), timeout=timeout, startup_timeout=timeout
+    )
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.secho(message, err=True, fg=typer.colors.RED)
+    return typer.Exit(code)
+
+
+@mcp_app.command("list")
+def list_command(
+    server: list[str] = typer.Argument(None, help=_SERVER_HELP),
+    url: str = typer.Option(
+        None, "--url", help="A streamable HTTP server URL instead of a command."
+    ),
+    timeout: float = typer.Option(30.0, help="Seconds allowed for startup and for the listing."),
+    as_json: bool = typer.Option(False, "--json", help="Print the tools as JSON."),
+) -> None:
+    """List the tools an MCP server offers."""
+    from tooluse.errors import MCPError
+    from tooluse.execution.mcp_sync import SyncMCPToolExecutor
+
+    config = _config(server, url, timeout)
+    try:
+        with SyncMCPToolExecutor(config) as executor:
+            tools = executor.list_tools()
+            rejected = executor.rejected_tools
+    except MCPError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        payload = [
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": tool.parameters_schema,
+                "output_schema": tool.output_schema,
+                "annotations": tool.annotations,
+            }
+            for tool in tools
+        ]
+        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        _print_table(tools)
+    for name, reason in rejected.items():
+        typer.secho(f"skipped {name}: {reason}", err=True, fg=typer.colors.YELLOW)
+
+
+def _print_table(tools: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("tool", "parameters", "description")
+    for tool in tools:
+        schema = tool.parameters_schema
+        required = set(schema.get("required", ()))
+        params = ", ".join(
+            f"{name}{'' if name in required else '?'}: {spec.get('type', 'any')}"
+            for name, spec in schema.get("properties", {}).items()
+            if isinstance(spec, dict)
+        )
+        table.add_row(tool.name, params, (tool.description or "").strip().split("\n")[0])
+    Console(soft_wrap=True).print(table)
+
+
+@mcp_app.command("call")
+def call_command(
+    tool: str = typer.Argument(..., help="The tool to call."),
+    server: list[str] = typer.Argument(None, help=_SERVER_HELP),
+    args: str = typer.Option("{}", "--args", help="The arguments as a JSON object."),
+    url: str = typer.Option(
+        None, "--url", help="A streamable HTTP server URL instead of a command."
+    ),
+    timeout: float = typer.Option(30.0, help="Seconds allowed for startup and for the call."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON."),
+) -> None:
+    """Call one tool of an MCP server and print its result (exit code 1 when it failed)."""
+    from tooluse.errors import MCPError
+    from tooluse.execution.mcp_sync import SyncMCPToolExecutor
+    from tooluse.messages import ToolCall
+
+    try:
+        arguments = json.loads(args)
+    except json.JSONDecodeError as exc:
+        raise _fail(f"--args is not valid JSON: {exc}", 2) from None
+    if not isinstance(arguments, dict):
+        raise _fail("--args must be a JSON object", 2)
+    config = _config(server, url, timeout)
+    try:
+        with SyncMCPToolExecutor(config) as executor:
+            result = executor.execute(ToolCall(name=tool, arguments=arguments))
+    except MCPError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        payload = {
+            "tool": result.tool_name,
+            "is_error": result.is_error,
+            "output": result.output,
+            "structured": result.structured,
+        }
+        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
+    elif result.is_error:
+        typer.secho(result.output, err=True, fg=typer.colors.RED)
+    else:
+        typer.echo(result.output)
+    if result.is_error:
+        raise typer.Exit(1)
+
+
+@mcp_app.command("serve")
+def serve_command(
+    target: str = typer.Argument(..., help="A Python file (or dotted module) defining tools."),
+    http: bool = typer.Option(False, "--http", help="Serve streamable HTTP instead of stdio."),
+    host: str = typer.Option("127.0.0.1", help="HTTP host."),
+    port: int = typer.Option(8000, help="HTTP port."),
+    path: str = typer.Option("/mcp", help="HTTP endpoint path."),
+    name: str = typer.Option(None, help="Server name (defaults to the module name)."),
+    timeout: float = typer.Option(60.0, help="Seconds allowed for each call."),
+) -> None:
+    """Serve a module's tools as an MCP server (stdio by default).
+
+    The tools are the module's TOOLS list if it has one, else its @tool functions, else its
+    public functions.
+    """
+    from pathlib import Path
+
+    from tooluse.errors import ToolDefinitionError
+    from tooluse.execution.mcp_server import MCPToolServer, load_module_tools
+
+    try:
+        tools = load_module_tools(target)
+        server = MCPToolServer(tools, name=name or Path(target).stem, timeout=timeout)
+    except ToolDefinitionError as exc:
+        raise _fail(str(exc), 2) from None
+    if http:
+        typer.secho(
+            f"serving {len(server.definitions)} tools at http://{host}:{port}{path}",
+            err=True,
+        )
+        server.run("http", host=host, port=port, path=path)
+    else:
+        server.run("stdio")

@@ -1,1 +1,77 @@
-"""local"""
+"""Local models run in-process by llama.cpp, with grammar-constrained tool calls.
+
+::
+
+    from tooluse.local import LlamaCppBackend
+
+    backend = LlamaCppBackend.default()          # the embedded SmolLM2-135M-Instruct
+    result = backend.generate_with_tools(messages, tools, tool_choice="auto")
+
+The grammar compiler (``schema_to_gbnf``) and the profiles are pure Python; the backend needs
+the ``local`` extra (llama-cpp-python) and is imported on first use, so ``import tooluse.local``
+stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tooluse.local.grammar import GrammarBuilder, schema_to_gbnf
+from tooluse.local.model_files import ModelFileError, default_model_path
+from tooluse.local.profiles import HERMES, SMOLLM2, ToolPromptProfile
+
+if TYPE_CHECKING:
+    from tooluse.local.backend import LlamaCppBackend
+    from tooluse.local.decision import (
+        AlwaysCall,
+        MarkerDecider,
+        NeverCall,
+        RelevanceDecider,
+        ToolDecider,
+        ToolDecision,
+        YesNoDecider,
+    )
+
+__all__ = [
+    "HERMES",
+    "SMOLLM2",
+    "AlwaysCall",
+    "GrammarBuilder",
+    "LlamaCppBackend",
+    "MarkerDecider",
+    "ModelFileError",
+    "NeverCall",
+    "RelevanceDecider",
+    "ToolDecider",
+    "ToolDecision",
+    "ToolPromptProfile",
+    "YesNoDecider",
+    "default_model_path",
+    "schema_to_gbnf",
+]
+
+_LAZY = {
+    "LlamaCppBackend": "tooluse.local.backend",
+    "AlwaysCall": "tooluse.local.decision",
+    "MarkerDecider": "tooluse.local.decision",
+    "NeverCall": "tooluse.local.decision",
+    "RelevanceDecider": "tooluse.local.decision",
+    "ToolDecider": "tooluse.local.decision",
+    "ToolDecision": "tooluse.local.decision",
+    "YesNoDecider": "tooluse.local.decision",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'tooluse.local' has no attribute {name!r}")
+    import importlib
+
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        from tooluse.errors import MissingDependencyError
+
+        raise MissingDependencyError(exc.name or "llama-cpp-python", "local") from exc
+    return getattr(module, name)

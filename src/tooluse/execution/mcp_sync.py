@@ -1,0 +1,154 @@
+"""The blocking facade over MCP servers: :class:`SyncMCPToolExecutor`.
+
+The server connections live on one private event loop in a background thread (started on
+``connect``/``with``, stopped on ``close``), so each call is one hand-off to that loop, never
+an ``asyncio.run`` per call. Tool definitions listed here carry plain (sync) functions, so they
+work with the synchronous tool loop and executors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Coroutine, Iterable, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+from tooluse.errors import MCPError
+from tooluse.execution.mcp import MCPServerConfig, MCPToolExecutor, MCPToolset
+from tooluse.messages import ToolCall, ToolResult
+from tooluse.tools.definition import ToolDefinition
+
+__all__ = ["SyncMCPToolExecutor"]
+
+T = TypeVar("T")
+
+
+class SyncMCPToolExecutor:
+    """Blocking access to one MCP server (a config) or several (a sequence of configs).
+
+    ::
+
+        with SyncMCPToolExecutor(MCPServerConfig(command="python", args=("-m", "mcp_server_time"))) as mcp:
+            tools = mcp.list_tools()
+            result = mcp.execute(ToolCall(name="get_current_time", arguments={"timezone": "UTC"}))
+    """
+
+    def __init__(self, config: MCPServerConfig | Iterable[MCPServerConfig]) -> None:
+        self._inner: MCPToolExecutor | MCPToolset
+        if isinstance(config, MCPServerConfig):
+            self._inner = MCPToolExecutor(config)
+        else:
+            self._inner = MCPToolset(config)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def inner(self) -> MCPToolExecutor | MCPToolset:
+        """The async executor (or toolset) doing the work on the background loop."""
+        return self._inner
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> SyncMCPToolExecutor:
+        self.connect()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def connect(self) -> None:
+        """Start the background loop and the server(s); raises MCPError when one fails."""
+        try:
+            self._run(self._inner.connect())
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Stop the server(s) and the background loop; safe to call twice."""
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._inner.aclose(), loop).result()
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="tooluse-mcp", daemon=True)
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        loop = self._ensure_loop()
+        if threading.current_thread() is self._thread:
+            coroutine.close()
+            raise MCPError("SyncMCPToolExecutor cannot be used from its own background loop")
+        future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(coroutine, loop)
+        return future.result()
+
+    # -- tools and calls -----------------------------------------------------------------------
+
+    @property
+    def rejected_tools(self) -> dict[str, str]:
+        """Tools left out because their advertised input schema is invalid (name -> reason)."""
+        if isinstance(self._inner, MCPToolExecutor):
+            return dict(self._inner.rejected_tools)
+        merged: dict[str, str] = {}
+        for executor in self._inner.executors:
+            merged.update(executor.rejected_tools)
+        return merged
+
+    def list_tools(self, *, refresh: bool = False) -> tuple[ToolDefinition, ...]:
+        """The tools as ToolDefinitions whose ``function`` is a plain blocking callable."""
+        definitions = self._run(self._inner.list_tools(refresh=refresh))
+        return tuple(self._with_sync_function(definition) for definition in definitions)
+
+    def refresh_tools(self) -> tuple[ToolDefinition, ...]:
+        """Fetch the tool list(s) again."""
+        return self.list_tools(refresh=True)
+
+    def execute(self, call: ToolCall, *, timeout: float | None = None) -> ToolResult:
+        """Run one call; always returns exactly one ToolResult for ``call.id``."""
+        return self._run(self._inner.execute_async(call, timeout=timeout))
+
+    def execute_batch(self, calls: Iterable[ToolCall]) -> tuple[ToolResult, ...]:
+        """Run several calls concurrently; results in the order of ``calls``."""
+        return self._run(self._inner.execute_batch_async(list(calls)))
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> ToolResult:
+        """Call a tool by name."""
+        return self.execute(ToolCall(name=name, arguments=dict(arguments or {})), timeout=timeout)
+
+    def _with_sync_function(self, definition: ToolDefinition) -> ToolDefinition:
+        import dataclasses
+
+        name = definition.name
+        inner = self._inner
+
+        def call_mcp_tool(**arguments: Any) -> ToolResult:
+            call = ToolCall(name=name, arguments=arguments)
+            return self._run(inner.execute_async(call, validate=False))
+
+        call_mcp_tool.__name__ = name
+        call_mcp_tool.__qualname__ = name
+        call_mcp_tool.__doc__ = f"Call the MCP tool {name!r} (blocking)."
+        return dataclasses.replace(definition, function=call_mcp_tool)

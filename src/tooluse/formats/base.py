@@ -1,0 +1,358 @@
+"""The parser interface of text tool-call formats and the streaming machine they share.
+
+A format parser turns a model's raw text into assistant content, reasoning and tool calls.
+Every parser streams: ``parser.stream(tools)`` returns a :class:`ToolCallStream` whose
+``feed(delta)`` / ``close()`` return events from :mod:`tooluse.events`. ``parse(text)`` is
+``feed(text)`` + ``close()`` folded by :func:`collect_events`, so a complete parse and any split
+of the same text into deltas give the same result by construction.
+
+Unknown tool names: the call is still returned (as a ``ToolCallFinished``) so the loop can answer
+its id with a validation failure, and a ``ParseError`` naming the tool is recorded as well.
+Broken argument text: the call is returned with ``arguments={}`` and ``raw_arguments`` set to the
+text, plus a ``ParseError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from tooluse.events import (
+    ArgumentsDelta,
+    ParseError,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from tooluse.formats.lexer import MarkerSet
+from tooluse.formats.literals import LiteralSyntaxError, decode_arguments
+from tooluse.messages import ToolCall, new_call_id
+from tooluse.tools.definition import ToolDefinition
+
+__all__ = [
+    "ParsedToolResponse",
+    "StreamMachine",
+    "TextFormatParser",
+    "ToolCallParser",
+    "ToolCallStream",
+    "collect_events",
+]
+
+ToolsArg = Sequence[ToolDefinition] | Iterable[ToolDefinition] | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParsedToolResponse:
+    """One assistant turn read from text: content, reasoning, tool calls and parse errors."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    errors: tuple[ParseError, ...] = ()
+    reasoning: str = ""
+
+    @property
+    def has_tool_calls(self) -> bool:
+        return bool(self.tool_calls)
+
+
+@runtime_checkable
+class ToolCallStream(Protocol):
+    """An incremental parser of one assistant turn."""
+
+    def feed(self, delta: str) -> list[StreamEvent]: ...
+
+    def close(self) -> list[StreamEvent]: ...
+
+
+@runtime_checkable
+class ToolCallParser(Protocol):
+    """A text tool-call format: the prompt side (``format_tools``) and the output side."""
+
+    def format_tools(self, tools: Sequence[ToolDefinition]) -> str: ...
+
+    def parse(self, text: str, available_tools: ToolsArg = ()) -> ParsedToolResponse: ...
+
+    def stream(self, available_tools: ToolsArg = ()) -> ToolCallStream: ...
+
+
+def collect_events(events: Iterable[StreamEvent]) -> ParsedToolResponse:
+    """Fold a stream of events into the :class:`ParsedToolResponse` it adds up to."""
+    text: list[str] = []
+    reasoning: list[str] = []
+    calls: list[ToolCall] = []
+    errors: list[ParseError] = []
+    for event in events:
+        if isinstance(event, TextDelta):
+            text.append(event.text)
+        elif isinstance(event, ReasoningDelta):
+            reasoning.append(event.text)
+        elif isinstance(event, ToolCallFinished):
+            calls.append(event.call)
+        elif isinstance(event, ParseError):
+            errors.append(event)
+    return ParsedToolResponse(
+        text="".join(text),
+        tool_calls=tuple(calls),
+        errors=tuple(errors),
+        reasoning="".join(reasoning),
+    )
+
+
+class StreamMachine:
+    """Shared streaming machinery: input buffer, event list, reasoning and call bookkeeping.
+
+    Subclasses implement :meth:`_step`, which reads ``self._buf`` from ``self._pos`` and returns
+    ``False`` when it needs more input to decide (it is then called again after the next
+    ``feed``, or with ``self._final`` set after ``close``). A step must consume everything it can,
+    so the unconsumed tail stays bounded by one marker's length.
+    """
+
+    #: Markers that open and close reasoning (``None`` when the format has none).
+    think_open: str | None = "<think>"
+    think_close: str | None = "</think>"
+
+    def __init__(
+        self,
+        available_tools: ToolsArg = (),
+        *,
+        reasoning_started: bool = False,
+        id_factory: Callable[[], str] = new_call_id,
+    ) -> None:
+        self._tools: dict[str, ToolDefinition] = {t.name: t for t in (available_tools or ())}
+        self._buf = ""
+        self._pos = 0
+        self._final = False
+        self._closed = False
+        self._out: list[StreamEvent] = []
+        self._gathered: list[str] = []
+        self._next_index = 0
+        self._new_id = id_factory
+        self._in_reasoning = reasoning_started and self.think_close is not None
+        self._think_close_set = MarkerSet([self.think_close]) if self.think_close else None
+
+    # -- public interface ------------------------------------------------------------------
+    def feed(self, delta: str) -> list[StreamEvent]:
+        """Consume the next piece of model text; return the events it completes."""
+        if self._closed:
+            raise RuntimeError("feed() after close()")
+        if not delta:
+            return []
+        self._buf = self._buf[self._pos :] + delta if self._pos < len(self._buf) else delta
+        self._pos = 0
+        self._run()
+        return self._take()
+
+    def close(self) -> list[StreamEvent]:
+        """End of output: flush held-back text, report unfinished calls."""
+        if self._closed:
+            return []
+        self._final = True
+        self._run()
+        self._finish()
+        self._closed = True
+        return self._take()
+
+    # -- for subclasses ---------------------------------------------------------------------
+    def _step(self) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _finish(self) -> None:
+        """Called once after the last step at end of input."""
+
+    def _run(self) -> None:
+        # Each step returns True only when it consumed input or changed state, so this ends.
+        while True:
+            progressed = self._reasoning_step() if self._in_reasoning else self._step()
+            if not progressed:
+                break
+
+    def _take(self) -> list[StreamEvent]:
+        out, self._out = self._out, []
+        return out
+
+    def _remaining(self) -> str:
+        return self._buf[self._pos :]
+
+    def _emit_text(self, text: str) -> None:
+        if text:
+            self._out.append(TextDelta(text=text))
+
+    def _emit_reasoning(self, text: str) -> None:
+        if text:
+            self._out.append(ReasoningDelta(text=text))
+
+    def _error(self, message: str, raw: str = "", index: int | None = None) -> None:
+        self._out.append(ParseError(message=message, raw=raw, index=index))
+
+    def _collect_until(self, markers: MarkerSet) -> tuple[str, str | None] | None:
+        """Gather text up to the next of ``markers`` and consume the marker. Returns
+        ``(text, marker)`` when found (``marker`` is ``None`` at the end of output), or ``None``
+        while more text is needed; the text gathered so far is kept between calls."""
+        found = markers.find(self._buf, self._pos, self._final)
+        self._gathered.append(self._buf[self._pos : found.text_end])
+        self._pos = found.text_end
+        if found.marker is None and not self._final:
+            return None
+        if found.marker is not None:
+            self._pos = found.marker_end
+        text, self._gathered = "".join(self._gathered), []
+        return text, found.marker
+
+    def _reasoning_step(self) -> bool:
+        """Inside ``<think>``: everything up to the closing marker is reasoning, never calls."""
+        assert self._think_close_set is not None
+        found = self._think_close_set.find(self._buf, self._pos, self._final)
+        self._emit_reasoning(self._buf[self._pos : found.text_end])
+        self._pos = found.text_end
+        if found.marker is None:
+            if self._final:
+                self._in_reasoning = False
+            return False
+        self._pos = found.marker_end
+        self._in_reasoning = False
+        return True
+
+    def _enter_reasoning(self) -> None:
+        self._in_reasoning = True
+
+    # -- calls --------------------------------------------------------------------------------
+    def _start_call(self, name: str, call_id: str | None = None) -> tuple[int, str]:
+        index = self._next_index
+        self._next_index += 1
+        cid = call_id or self._new_id()
+        self._out.append(ToolCallStarted(index=index, name=name, id=cid))
+        return index, cid
+
+    def _emit_arguments(self, index: int, text: str) -> None:
+        if text:
+            self._out.append(ArgumentsDelta(index=index, text=text))
+
+    def _finish_call(
+        self,
+        index: int,
+        call_id: str,
+        name: str,
+        arguments: Any,
+        *,
+        raw_arguments: str | None = None,
+        raw: str = "",
+        problem: str | None = None,
+    ) -> ToolCall:
+        """Emit ``ToolCallFinished`` (and errors) for a started call; ``arguments`` may be any
+        decoded value or text: it is normalised to a dict here."""
+        args, raw_args, arg_problem = normalise_arguments(arguments, raw_arguments)
+        call = ToolCall(id=call_id, name=name, arguments=args, raw_arguments=raw_args)
+        self._out.append(ToolCallFinished(index=index, call=call))
+        if problem or arg_problem:
+            self._error(problem or arg_problem or "", raw or (raw_args or ""), index)
+        if self._tools and name not in self._tools:
+            known = ", ".join(sorted(self._tools))
+            self._error(f"unknown tool {name!r}; available tools: {known}", raw or name, index)
+        return call
+
+    def _whole_call(
+        self,
+        name: str,
+        arguments: Any,
+        *,
+        raw_arguments: str | None = None,
+        raw: str = "",
+        problem: str | None = None,
+        call_id: str | None = None,
+        arguments_text: str | None = None,
+    ) -> None:
+        """Emit a complete call at once: started, one arguments delta, finished."""
+        index, cid = self._start_call(name, call_id)
+        args, raw_args, _ = normalise_arguments(arguments, raw_arguments)
+        if arguments_text is None:
+            arguments_text = ToolCall(name=name, arguments=args, raw_arguments=raw_args).arguments_json()
+        self._emit_arguments(index, arguments_text)
+        self._finish_call(
+            index, cid, name, arguments, raw_arguments=raw_arguments, raw=raw, problem=problem
+        )
+
+    def _tool(self, name: str) -> ToolDefinition | None:
+        return self._tools.get(name)
+
+
+def normalise_arguments(
+    arguments: Any, raw_arguments: str | None = None
+) -> tuple[dict[str, Any], str | None, str | None]:
+    """Arguments as a dict, with the raw text and a problem description when they are not one.
+
+    Accepts a dict, ``None`` (no arguments), or text holding a JSON / Python-literal object
+    (arguments sent double-encoded as a string).
+    """
+    if arguments is None:
+        return {}, raw_arguments, None
+    if isinstance(arguments, dict):
+        return arguments, None, None
+    if isinstance(arguments, str):
+        stripped = arguments.strip()
+        if not stripped:
+            return {}, None, None
+        try:
+            decoded = decode_arguments(stripped)
+        except LiteralSyntaxError as exc:
+            return {}, arguments, f"arguments are not valid JSON: {exc}"
+        if isinstance(decoded, dict):
+            return decoded, None, None
+        return {}, arguments, f"arguments must be an object, got {type(decoded).__name__}"
+    raw = raw_arguments if raw_arguments is not None else _json_text(arguments)
+    return {}, raw, f"arguments must be an object, got {type(arguments).__name__}"
+
+
+def _json_text(value: Any) -> str:
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return str(value)
+
+
+class TextFormatParser:
+    """Base of the built-in format parsers: ``parse`` is ``stream`` run over the whole text."""
+
+    #: Registry name of the format.
+    name: str = ""
+    #: The streaming machine class of the format.
+    machine: type[StreamMachine] = StreamMachine
+
+    def __init__(self, *, reasoning_started: bool = False) -> None:
+        self.reasoning_started = reasoning_started
+
+    def format_tools(self, tools: Sequence[ToolDefinition]) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+    def stream(
+        self, available_tools: ToolsArg = (), *, id_factory: Callable[[], str] = new_call_id
+    ) -> StreamMachine:
+        """A fresh incremental parser for one assistant turn."""
+        return self.machine(
+            available_tools, reasoning_started=self.reasoning_started, id_factory=id_factory
+        )
+
+    def parse(self, text: str, available_tools: ToolsArg = ()) -> ParsedToolResponse:
+        """Read a complete assistant turn."""
+        machine = self.stream(available_tools)
+        events = machine.feed(text)
+        events.extend(machine.close())
+        return collect_events(events)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FormatInfo:
+    """Registry entry: a format's name, aliases and parser class."""
+
+    name: str
+    parser: type[TextFormatParser]
+    aliases: tuple[str, ...] = ()
+    description: str = ""
+    options: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,199 @@
+"""gpt-oss Harmony format, read from text.
+
+A turn is a run of messages ``<|start|>assistant<|channel|>CHANNEL<|message|>BODY<|end|>``
+(the first header usually starts at ``<|channel|>`` because the prompt ends with
+``<|start|>assistant``). The ``analysis`` channel is reasoning, ``final`` is content, and a header
+with a recipient ``to=functions.NAME`` (in the role part or after the channel) makes the body
+the JSON arguments of a call ending with ``<|call|>``. Built-in recipients (``browser.search``,
+``python``) are reported under their own names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from tooluse.formats.base import TextFormatParser
+from tooluse.formats.json_calls import JsonCallMachine
+from tooluse.formats.lexer import MarkerSet
+from tooluse.tools.definition import ToolDefinition
+
+__all__ = ["HarmonyParser", "harmony_tools_prompt"]
+
+START, END, MESSAGE, CHANNEL = "<|start|>", "<|end|>", "<|message|>", "<|channel|>"
+RETURN, CALL = "<|return|>", "<|call|>"
+
+_CHANNEL_RE = re.compile(r"<\|channel\|>\s*([A-Za-z_]+)")
+_RECIPIENT_RE = re.compile(r"\bto=([^\s<]+)")
+
+
+class _HarmonyMachine(JsonCallMachine):
+    think_open = None
+    think_close = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._state = "outside"
+        self._outside = MarkerSet([START, CHANNEL, MESSAGE])
+        self._header_end = MarkerSet([MESSAGE, START, END, CALL, RETURN])
+        self._body_end = MarkerSet([END, RETURN, CALL, START])
+        self._header_prefix = ""
+        self._channel = ""
+
+    def _step(self) -> bool:
+        state = self._state
+        if state == "outside":
+            found = self._outside.find(self._buf, self._pos, self._final)
+            self._emit_text(self._buf[self._pos : found.text_end])
+            self._pos = found.text_end
+            if found.marker is None:
+                return False
+            self._pos = found.marker_end
+            if found.marker == MESSAGE:
+                self._channel = "final"
+                self._state = "content"
+            else:
+                self._header_prefix = found.marker
+                self._state = "header"
+            return True
+        if state == "header":
+            got = self._collect_until(self._header_end)
+            if got is None:
+                return False
+            text, marker = got
+            header = self._header_prefix + text
+            if marker != MESSAGE:
+                self._error("Harmony header without <|message|>", header + (marker or ""))
+                self._header_prefix = START
+                self._state = "header" if marker == START else "outside"
+                return True
+            self._open_message(header)
+            return True
+        if state in ("content", "reasoning"):
+            found = self._body_end.find(self._buf, self._pos, self._final)
+            piece = self._buf[self._pos : found.text_end]
+            if state == "content":
+                self._emit_text(piece)
+            else:
+                self._emit_reasoning(piece)
+            self._pos = found.text_end
+            if found.marker is None:
+                return False
+            self._end_message(found.marker, found.marker_end)
+            return True
+        if state == "body":
+            progress = self._scan_body()
+            if progress is not None:
+                return progress
+            self._state = "raw" if self._end_body() == "invalid" else "after"
+            return True
+        if state == "raw":
+            raw = self._collect_raw(self._body_end)
+            if raw is None:
+                return False
+            self._end_invalid(raw)
+            self._state = "after"
+            return True
+        # "after" a call's arguments: the message's end marker
+        found = self._body_end.find(self._buf, self._pos, self._final)
+        if found.marker is not None and not self._buf[self._pos : found.text_end].strip():
+            self._pos = found.text_end
+            self._end_message(found.marker, found.marker_end)
+            return True
+        if found.marker is None and not self._final and not self._remaining().strip():
+            return False
+        self._state = "outside"
+        return True
+
+    def _end_message(self, marker: str, marker_end: int) -> None:
+        if marker == START:
+            self._pos = marker_end
+            self._header_prefix = START
+            self._state = "header"
+        else:
+            self._pos = marker_end
+            self._state = "outside"
+
+    def _open_message(self, header: str) -> None:
+        channel = _CHANNEL_RE.search(header)
+        self._channel = channel.group(1) if channel else ""
+        recipient = _RECIPIENT_RE.search(header)
+        if recipient is not None:
+            target = recipient.group(1)
+            name = target.removeprefix("functions.")
+            self._open_arguments(header + MESSAGE, name, self._body_end)
+            self._state = "body"
+        elif self._channel == "analysis":
+            self._state = "reasoning"
+        else:
+            self._state = "content"
+
+
+def _ts_type(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return "any"
+    if "enum" in schema:
+        return " | ".join(json.dumps(v) for v in schema["enum"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " | ".join(_ts_type({**schema, "type": k}) for k in kind)
+    if kind == "string":
+        return "string"
+    if kind in ("integer", "number"):
+        return "number"
+    if kind == "boolean":
+        return "boolean"
+    if kind == "null":
+        return "null"
+    if kind == "array":
+        return f"{_ts_type(schema.get('items'))}[]"
+    if kind == "object" or "properties" in schema:
+        fields = _ts_fields(schema)
+        return "{ " + " ".join(fields) + " }" if fields else "object"
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if options:
+        return " | ".join(_ts_type(o) for o in options)
+    return "any"
+
+
+def _ts_fields(schema: dict[str, Any]) -> list[str]:
+    required = set(schema.get("required", ()))
+    out = []
+    for key, prop in (schema.get("properties") or {}).items():
+        mark = "" if key in required else "?"
+        out.append(f"{key}{mark}: {_ts_type(prop)},")
+    return out
+
+
+def harmony_tools_prompt(tools: Sequence[ToolDefinition]) -> str:
+    """The ``# Tools`` section of a Harmony developer message (TypeScript-like declarations)."""
+    lines = ["# Tools", "", "## functions", "", "namespace functions {", ""]
+    for tool in tools:
+        if tool.description:
+            lines.append(f"// {tool.description}")
+        schema = tool.parameters_schema
+        if schema.get("properties"):
+            lines.append(f"type {tool.name} = (_: {{")
+            for key, prop in schema["properties"].items():
+                if isinstance(prop, dict) and prop.get("description"):
+                    lines.append(f"// {prop['description']}")
+                mark = "" if key in set(schema.get("required", ())) else "?"
+                lines.append(f"{key}{mark}: {_ts_type(prop)},")
+            lines.append("}) => any;")
+        else:
+            lines.append(f"type {tool.name} = () => any;")
+        lines.append("")
+    lines.append("} // namespace functions")
+    return "\n".join(lines)
+
+
+class HarmonyParser(TextFormatParser):
+    """gpt-oss Harmony messages read from text (channels, ``to=functions.NAME`` calls)."""
+
+    name = "harmony"
+    machine = _HarmonyMachine
+
+    def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
+        return harmony_tools_prompt(tools)

@@ -1,0 +1,105 @@
+"""Hermes / Qwen2.5 / Qwen3 format: ``<tool_call>{"name": .., "arguments": {..}}</tool_call>``.
+
+Also read: a list of calls inside one block (``<tool_call>[{..}, {..}]</tool_call>``, as SmolLM2
+writes), ``parameters`` instead of ``arguments``, arguments as a JSON string or with Python
+literals, an unclosed last block (output cut at the stop token), and ``<think>`` reasoning.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from tooluse.formats.base import TextFormatParser
+from tooluse.formats.json_calls import JsonCallMachine
+from tooluse.formats.lexer import MarkerSet
+from tooluse.tools.definition import ToolDefinition
+
+__all__ = ["HermesMachine", "HermesToolCallParser", "hermes_tools_prompt"]
+
+OPEN = "<tool_call>"
+CLOSE = "</tool_call>"
+
+
+class HermesMachine(JsonCallMachine):
+    """Streaming reader of the Hermes format."""
+
+    open_marker = OPEN
+    close_marker = CLOSE
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        markers = [self.open_marker] + ([self.think_open] if self.think_open else [])
+        self._text_markers = MarkerSet(markers)
+        self._terminators = MarkerSet([self.close_marker, self.open_marker])
+        self._state = "text"
+
+    def _step(self) -> bool:
+        if self._state == "text":
+            found = self._text_markers.find(self._buf, self._pos, self._final)
+            self._emit_text(self._buf[self._pos : found.text_end])
+            self._pos = found.text_end
+            if found.marker is None:
+                return False
+            self._pos = found.marker_end
+            if found.marker == self.open_marker:
+                self._open_calls(found.marker, self._terminators)
+                self._state = "body"
+            else:
+                self._enter_reasoning()
+            return True
+        if self._state == "body":
+            progress = self._scan_body()
+            if progress is not None:
+                return progress
+            self._state = "raw" if self._end_body() == "invalid" else "after"
+            return True
+        if self._state == "raw":  # a block that is not JSON: keep its text whole for the report
+            raw = self._collect_raw(self._terminators)
+            if raw is None:
+                return False
+            self._end_invalid(raw)
+            self._state = "after"
+            return True
+        # "after" a body: drop the closing marker when it follows
+        if self._skip_closing(self.close_marker) is None:
+            return False
+        self._state = "text"
+        return True
+
+
+def hermes_tools_prompt(tools: Sequence[ToolDefinition]) -> str:
+    """The tools section of a Hermes/Qwen system prompt (as Qwen's chat template writes it)."""
+    lines = [
+        "# Tools",
+        "",
+        "You may call one or more functions to assist with the user query.",
+        "",
+        "You are provided with function signatures within <tools></tools> XML tags:",
+        "<tools>",
+    ]
+    lines += [json.dumps(t.to_openai_schema(), ensure_ascii=False) for t in tools]
+    lines += [
+        "</tools>",
+        "",
+        "For each function call, return a json object with function name and arguments within "
+        "<tool_call></tool_call> XML tags:",
+        "<tool_call>",
+        '{"name": <function-name>, "arguments": <args-json-object>}',
+        "</tool_call>",
+    ]
+    return "\n".join(lines)
+
+
+class HermesToolCallParser(TextFormatParser):
+    """Hermes-style tool calls (NousResearch Hermes, Qwen2.5, Qwen3 and many fine-tunes).
+
+    ``format_tools`` gives the system-prompt section; ``parse`` reads a whole response;
+    ``stream`` reads it delta by delta with the same result.
+    """
+
+    name = "hermes"
+    machine = HermesMachine
+
+    def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
+        return hermes_tools_prompt(tools)

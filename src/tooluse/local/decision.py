@@ -1,0 +1,236 @@
+"""The decision step of ``tool_choice="auto"`` for small local models: call a tool or answer?
+
+Left to choose, SmolLM2-135M never writes a tool call; forced by a grammar it calls a tool even
+for "capital of France?". So the choice is made before generation, by a :class:`ToolDecider`,
+and the generation is then either a grammar-constrained call or free text.
+
+Every decider applies the same rule first: once tool results have come back for the latest
+user message, the turn answers in text (a small model otherwise calls the same tool again).
+The scoring deciders then read the model's own log-probabilities on a second, small llama.cpp
+context over the same model file, so scoring never evicts the main prompt cache:
+
+- :class:`MarkerDecider`: probability that the reply starts with the call marker;
+- :class:`YesNoDecider`: for each tool, a few-shot "can this tool answer the request?" question
+  scored as log P(Yes) - log P(No), minus the same score for an empty request (contextual
+  calibration), maximum over tools;
+- :class:`RelevanceDecider`: how much more likely the request is after the tool's description
+  than after a "needs no tool" description (a noisy-channel classifier), maximum over tools.
+
+``benchmarks/bench_local.py`` measures all of them on a mixed set of questions; the default is
+the most accurate one there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from tooluse.messages import ChatMessage
+from tooluse.tools.definition import ToolDefinition
+
+if TYPE_CHECKING:
+    from tooluse.local.backend import LlamaCppBackend
+
+__all__ = [
+    "AlwaysCall",
+    "MarkerDecider",
+    "NeverCall",
+    "RelevanceDecider",
+    "ToolDecider",
+    "ToolDecision",
+    "YesNoDecider",
+    "default_decider",
+    "latest_request",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolDecision:
+    """Whether the turn calls a tool; ``score`` is the decider's evidence (higher: call)."""
+
+    call: bool
+    score: float = 0.0
+    reason: str = ""
+
+
+class ToolDecider(Protocol):
+    """Decides, before generation, whether an ``auto`` turn calls a tool."""
+
+    def decide(
+        self,
+        backend: LlamaCppBackend,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition],
+    ) -> ToolDecision: ...
+
+
+def latest_request(messages: Sequence[ChatMessage]) -> tuple[str, bool]:
+    """The text of the latest user message, and whether tool results followed it."""
+    answered = False
+    for message in reversed(messages):
+        if message.role == "tool":
+            answered = True
+        elif message.role == "user":
+            return message.content, answered
+    return "", answered
+
+
+class AlwaysCall:
+    """Always call a tool (until results are back): ``auto`` behaves like ``required``."""
+
+    def decide(
+        self, backend: Any, messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition]
+    ) -> ToolDecision:
+        _, answered = latest_request(messages)
+        if answered:
+            return ToolDecision(call=False, reason="tool results are in: answer")
+        return ToolDecision(call=True, score=1.0, reason="always call")
+
+
+class NeverCall:
+    """Never call a tool from ``auto`` (the model answers in text)."""
+
+    def decide(
+        self, backend: Any, messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition]
+    ) -> ToolDecision:
+        return ToolDecision(call=False, reason="never call")
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    values = logits.astype(np.float64)
+    top = values.max(axis=-1, keepdims=True)
+    return values - top - np.log(np.exp(values - top).sum(axis=-1, keepdims=True))
+
+
+class ScoringDecider:
+    """Base of the deciders that threshold a score read from the model."""
+
+    name = "score"
+
+    def __init__(self, threshold: float) -> None:
+        self.threshold = threshold
+
+    def decide(
+        self,
+        backend: LlamaCppBackend,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition],
+    ) -> ToolDecision:
+        request, answered = latest_request(messages)
+        if answered:
+            return ToolDecision(call=False, reason="tool results are in: answer")
+        if not request.strip():
+            return ToolDecision(call=False, reason="no user request")
+        score = self.score(backend, request, tools)
+        call = score >= self.threshold
+        verdict = "call" if call else "answer"
+        return ToolDecision(
+            call=call,
+            score=score,
+            reason=f"{self.name} score {score:.2f} vs threshold {self.threshold:.2f}: {verdict}",
+        )
+
+    def score(
+        self, backend: LlamaCppBackend, request: str, tools: Sequence[ToolDefinition]
+    ) -> float:
+        raise NotImplementedError
+
+
+class MarkerDecider(ScoringDecider):
+    """Log-probability that the reply, under the tool prompt, starts with the call marker."""
+
+    name = "marker"
+
+    def __init__(self, threshold: float = -5.5) -> None:
+        super().__init__(threshold)
+
+    def score(
+        self, backend: LlamaCppBackend, request: str, tools: Sequence[ToolDefinition]
+    ) -> float:
+        # the main context: the call that may follow uses the same prompt, cached by then
+        loop = backend.loop
+        prompt = backend.render([ChatMessage.user(request)], tools)
+        first = loop.tokenize(backend.profile.start_marker)[0]
+        loop.prefill(loop.tokenize(prompt))
+        return float(_log_softmax(loop.logits())[first])
+
+
+MAX_REQUEST_CHARS = 600
+YES_NO_EXAMPLES = (
+    "Decide if a tool can answer a request.\n"
+    "Tool: send_email - Send an email to someone\n"
+    "Request: Email Bob that I will be late.\nAnswer: Yes\n\n"
+    "Tool: get_stock_price - Get the price of a stock\n"
+    "Request: What is the largest ocean on Earth?\nAnswer: No\n\n"
+    "Tool: get_stock_price - Get the price of a stock\n"
+    "Request: How much is Apple stock trading at?\nAnswer: Yes\n\n"
+    "Tool: send_email - Send an email to someone\n"
+    "Request: Write a short poem about the sea.\nAnswer: No\n\n"
+)
+
+
+class YesNoDecider(ScoringDecider):
+    """Few-shot yes/no question per tool, calibrated on an empty request; max over tools."""
+
+    name = "yes-no"
+
+    def __init__(self, threshold: float = 0.0) -> None:
+        super().__init__(threshold)
+        self._calibration: dict[tuple[str, str], float] = {}
+
+    def _prompt(self, tool: ToolDefinition, request: str) -> str:
+        line = " ".join(request.split())[-MAX_REQUEST_CHARS:]
+        return f"{YES_NO_EXAMPLES}Tool: {tool.name} - {tool.description}\nRequest: {line}\nAnswer:"
+
+    def _yes_minus_no(self, backend: LlamaCppBackend, text: str) -> float:
+        loop = backend.scoring_loop()
+        loop.prefill(loop.tokenize(text))
+        logprobs = _log_softmax(loop.logits())
+        yes = [loop.tokenize(w)[0] for w in (" Yes", " yes")]
+        no = [loop.tokenize(w)[0] for w in (" No", " no")]
+        return float(np.logaddexp.reduce(logprobs[yes]) - np.logaddexp.reduce(logprobs[no]))
+
+    def score(
+        self, backend: LlamaCppBackend, request: str, tools: Sequence[ToolDefinition]
+    ) -> float:
+        best = -math.inf
+        for tool in tools:
+            key = (tool.name, tool.description)
+            if key not in self._calibration:
+                self._calibration[key] = self._yes_minus_no(backend, self._prompt(tool, "N/A"))
+            raw = self._yes_minus_no(backend, self._prompt(tool, request))
+            best = max(best, raw - self._calibration[key])
+        return best
+
+
+class RelevanceDecider(ScoringDecider):
+    """Noisy channel: log P(request | tool description) - log P(request | "needs no tool")."""
+
+    name = "relevance"
+    NO_TOOL_PREFIX = "A general question or chat message that needs no tool: "
+
+    def __init__(self, threshold: float = 0.0) -> None:
+        super().__init__(threshold)
+
+    def score(
+        self, backend: LlamaCppBackend, request: str, tools: Sequence[ToolDefinition]
+    ) -> float:
+        loop = backend.scoring_loop()
+        text = " ".join(request.split())[-MAX_REQUEST_CHARS:]
+        base = loop.continuation_logprob(self.NO_TOOL_PREFIX, text)
+        return max(
+            loop.continuation_logprob(
+                f"A request for the tool {tool.name} ({tool.description}): ", text
+            )
+            - base
+            for tool in tools
+        )
+
+
+def default_decider() -> ToolDecider:
+    """The decider measured most accurate on the mixed benchmark set."""
+    return YesNoDecider()

@@ -1,0 +1,331 @@
+"""AWS Bedrock Converse wire adapter.
+
+Rules: results go in a user message holding only ``toolResult`` blocks (user text follows in a
+separate message), in call order, with ``status: "error"`` for failures (Claude and Nova models;
+for others the error stays in the text); ``toolConfig`` is always sent when the history holds
+tool blocks; there is no ``none`` tool choice (``toolChoice`` is omitted, with a logged warning)
+and a named choice is refused on models other than Claude and Nova; reasoning blocks with their
+signature are replayed only to Bedrock and the same model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tooluse.errors import BackendError
+from tooluse.events import (
+    ArgumentsDelta,
+    ParseError,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from tooluse.messages import ChatMessage, ProviderState, ReasoningPart, TextPart, ToolResult, Usage
+from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
+from tooluse.providers.call_ids import CallIdMapper
+from tooluse.providers.openai_chat import result_text
+from tooluse.providers.turn_builder import TurnBuilder, make_call
+from tooluse.providers.wire_common import (
+    ResultBatch,
+    group_turns,
+    log,
+    normalize_tool_choice,
+    replayable,
+    system_text,
+    tool_schema,
+    tools_for_history,
+)
+from tooluse.tools.definition import ToolDefinition
+
+__all__ = [
+    "PROVIDER",
+    "BedrockStreamAssembler",
+    "decode_response",
+    "encode_request",
+    "supports_named_choice",
+]
+
+PROVIDER = "bedrock"
+
+_STOP = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "guardrail_intervened": "content_filter",
+    "content_filtered": "content_filter",
+    "malformed_tool_use": "malformed_tool_call",
+    "malformed_model_output": "malformed_tool_call",
+}
+
+
+def supports_named_choice(model: str) -> bool:
+    """Whether a Bedrock model takes ``toolChoice.tool`` and ``status: "error"`` (Claude, Nova)."""
+    lowered = model.lower()
+    return any(family in lowered for family in ("anthropic", "claude", "nova"))
+
+
+def encode_request(
+    messages: Sequence[ChatMessage],
+    tools: Sequence[ToolDefinition] = (),
+    params: SamplingParams | None = None,
+    tool_choice: ToolChoice = "auto",
+    *,
+    model: str = "",
+) -> dict[str, Any]:
+    """The Converse request body (the model id goes in the URL)."""
+    wire_id = CallIdMapper("bedrock")
+    error_status = supports_named_choice(model) or not model
+    out: list[dict[str, Any]] = []
+    for turn in group_turns(messages):
+        if isinstance(turn, ResultBatch):
+            blocks = [_result_block(r, wire_id(r.call_id), error_status) for r in turn.results]
+            out.append({"role": "user", "content": blocks})  # never merged: results stand alone
+        elif turn.role == "assistant":
+            _append(out, "assistant", _assistant_blocks(turn, wire_id, model))
+        elif turn.content:
+            _append(out, "user", [{"text": turn.content}])
+    body: dict[str, Any] = {"messages": out}
+    system = system_text(messages)
+    if system:
+        body["system"] = [{"text": system}]
+    declared = tools_for_history(messages, tools)
+    if declared:
+        config: dict[str, Any] = {"tools": [tool_schema(t, "bedrock") for t in declared]}
+        choice = normalize_tool_choice(tool_choice, tools) if tools else "none"
+        if choice == "none":
+            log.warning("Bedrock has no tool_choice 'none'; tools stay declared, choice omitted")
+        elif isinstance(choice, tuple):
+            if model and not supports_named_choice(model):
+                raise ValueError(
+                    f"Bedrock model {model!r} does not accept a named tool_choice "
+                    "(only Anthropic Claude and Amazon Nova do); use 'required' or 'auto'"
+                )
+            config["toolChoice"] = {"tool": {"name": choice[1]}}
+        else:
+            config["toolChoice"] = {"auto": {}} if choice == "auto" else {"any": {}}
+        body["toolConfig"] = config
+    inference: dict[str, Any] = {}
+    if params is not None:
+        for key, value in (
+            ("maxTokens", params.max_tokens),
+            ("temperature", params.temperature),
+            ("topP", params.top_p),
+        ):
+            if value is not None:
+                inference[key] = value
+        if params.stop:
+            inference["stopSequences"] = list(params.stop)
+        if params.seed is not None:
+            log.warning("Bedrock Converse has no seed parameter; not sent")
+    if inference:
+        body["inferenceConfig"] = inference
+    if params is not None:
+        body.update(params.extra)
+    return body
+
+
+def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+    if not blocks:
+        return
+    last = out[-1] if out else None
+    if (
+        last is not None
+        and last["role"] == role
+        and not any("toolResult" in b for b in last["content"])
+    ):
+        last["content"].extend(blocks)
+    else:
+        out.append({"role": role, "content": list(blocks)})
+
+
+def _result_block(result: ToolResult, wire: str, error_status: bool) -> dict[str, Any]:
+    block: dict[str, Any] = {"toolUseId": wire}
+    if result.is_error and error_status:
+        block["content"] = [{"text": result.output}]
+        block["status"] = "error"
+    else:
+        block["content"] = [{"text": result_text(result)}]
+    return {"toolResult": block}
+
+
+def _assistant_blocks(
+    message: ChatMessage, wire_id: CallIdMapper, model: str
+) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for part in message.ordered_parts():
+        if isinstance(part, ReasoningPart):
+            state = replayable(part.state, PROVIDER, model)
+            if state is not None:
+                blocks.append({"reasoningContent": dict(state.data)})
+        elif isinstance(part, TextPart):
+            if part.text:
+                blocks.append({"text": part.text})
+        else:
+            blocks.append(
+                {
+                    "toolUse": {
+                        "toolUseId": wire_id(part.id),
+                        "name": part.name,
+                        "input": part.arguments,
+                    }
+                }
+            )
+    return blocks
+
+
+def _usage(data: dict[str, Any] | None) -> Usage:
+    data = data or {}
+    return Usage(
+        input_tokens=int(data.get("inputTokens") or 0),
+        output_tokens=int(data.get("outputTokens") or 0),
+        requests=1,
+    )
+
+
+def _block_into(builder: TurnBuilder, block: dict[str, Any], model: str) -> None:
+    if "text" in block:
+        builder.text(block["text"])
+    elif "toolUse" in block:
+        use = block["toolUse"]
+        builder.call(make_call(use.get("toolUseId"), use.get("name", ""), use.get("input")))
+    elif "reasoningContent" in block:
+        content = block["reasoningContent"] or {}
+        text = (content.get("reasoningText") or {}).get("text", "")
+        builder.reasoning(text, ProviderState(provider=PROVIDER, model=model, data=dict(content)))
+
+
+def decode_response(body: dict[str, Any], *, model: str = "") -> GenerationResult:
+    """A Converse response as one turn; ``model`` tags reasoning state for replay."""
+    message = (body.get("output") or {}).get("message")
+    if message is None:
+        raise BackendError(f"Bedrock response has no output message: {json.dumps(body)[:500]}")
+    builder = TurnBuilder()
+    for block in message.get("content") or []:
+        _block_into(builder, block, model)
+    reason = body.get("stopReason") or "end_turn"
+    return builder.build(
+        finish_reason=_STOP.get(reason, reason), usage=_usage(body.get("usage")), raw=body
+    )
+
+
+@dataclass
+class _Block:
+    kind: str = "text"
+    text: str = ""
+    signature: str = ""
+    redacted: Any = None
+    tool: dict[str, Any] = field(default_factory=dict)
+    pieces: list[str] = field(default_factory=list)
+    call_number: int | None = None
+    call: Any = None
+
+
+class BedrockStreamAssembler:
+    """ConverseStream events (``{eventType: payload}``) to events, by ``contentBlockIndex``."""
+
+    def __init__(self, *, model: str = "") -> None:
+        self.model = model
+        self._blocks: dict[int, _Block] = {}
+        self._calls = 0
+        self._stop = "end_turn"
+        self._usage: dict[str, Any] = {}
+
+    def feed(self, event: dict[str, Any]) -> list[StreamEvent]:
+        for name, payload in event.items():
+            if name.endswith("Exception"):
+                message = (
+                    (payload or {}).get("message", "") if isinstance(payload, dict) else payload
+                )
+                raise BackendError(f"Bedrock stream {name}: {message}")
+            handler = getattr(self, f"_on_{name}", None)
+            if handler is not None:
+                return handler(payload or {})  # type: ignore[no-any-return]
+        return []
+
+    def _on_contentBlockStart(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        index = int(payload.get("contentBlockIndex", 0))
+        use = (payload.get("start") or {}).get("toolUse")
+        if use is None:
+            return []
+        self._blocks[index] = _Block(kind="tool", tool=dict(use), call_number=self._calls)
+        self._calls += 1
+        return [
+            ToolCallStarted(
+                index=self._calls - 1, name=use.get("name", ""), id=use.get("toolUseId", "")
+            )
+        ]
+
+    def _on_contentBlockDelta(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        index = int(payload.get("contentBlockIndex", 0))
+        delta = payload.get("delta") or {}
+        block = self._blocks.setdefault(index, _Block())
+        if "text" in delta:
+            block.text += delta["text"]
+            return [TextDelta(text=delta["text"])]
+        if "toolUse" in delta and block.call_number is not None:
+            piece = (delta["toolUse"] or {}).get("input", "")
+            block.pieces.append(piece)
+            return [ArgumentsDelta(index=block.call_number, text=piece)] if piece else []
+        if "reasoningContent" in delta:
+            block.kind = "reasoning"
+            content = delta["reasoningContent"] or {}
+            if "text" in content:
+                block.text += content["text"]
+                return [ReasoningDelta(text=content["text"])]
+            block.signature += content.get("signature", "")
+            if "redactedContent" in content:
+                block.redacted = content["redactedContent"]
+        return []
+
+    def _on_contentBlockStop(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        block = self._blocks.get(int(payload.get("contentBlockIndex", 0)))
+        return self._close(block) if block is not None else []
+
+    def _close(self, block: _Block) -> list[StreamEvent]:
+        if block.call_number is None or block.call is not None:
+            return []
+        block.call = make_call(
+            block.tool.get("toolUseId"), block.tool.get("name", ""), "".join(block.pieces)
+        )
+        return [ToolCallFinished(index=block.call_number, call=block.call)]
+
+    def _on_messageStop(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        self._stop = payload.get("stopReason") or self._stop
+        if self._stop in ("malformed_tool_use", "malformed_model_output"):
+            return [ParseError(message=f"the model produced a malformed tool call ({self._stop})")]
+        return []
+
+    def _on_metadata(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        self._usage = payload.get("usage") or self._usage
+        return []
+
+    def finish(self) -> tuple[list[StreamEvent], GenerationResult]:
+        events: list[StreamEvent] = []
+        builder = TurnBuilder()
+        for index in sorted(self._blocks):
+            block = self._blocks[index]
+            if block.kind == "tool":
+                events.extend(self._close(block))
+                builder.call(block.call)
+            elif block.kind == "reasoning":
+                data: dict[str, Any] = {}
+                if block.redacted is not None:
+                    data["redactedContent"] = block.redacted
+                else:
+                    data["reasoningText"] = {"text": block.text, "signature": block.signature}
+                builder.reasoning(
+                    block.text, ProviderState(provider=PROVIDER, model=self.model, data=data)
+                )
+            else:
+                builder.text(block.text)
+        result = builder.build(
+            finish_reason=_STOP.get(self._stop, self._stop), usage=_usage(self._usage)
+        )
+        return events, result

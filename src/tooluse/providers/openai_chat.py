@@ -1,0 +1,250 @@
+"""OpenAI Chat Completions wire adapter (also vLLM, llama.cpp server, Ollama ``/v1``, Mistral).
+
+Pure functions: :func:`encode_request` builds the JSON body, :func:`decode_response` reads a
+completion, :class:`ChatStreamAssembler` turns streamed chunks into events and one turn.
+Rules: one ``tool`` message per result in call order; arguments sent as a JSON string; failed
+results keep an ``Error:`` prefix (the wire has no error flag); reasoning state is not sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tooluse.errors import BackendError
+from tooluse.events import (
+    ArgumentsDelta,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage, new_call_id
+from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
+from tooluse.providers.call_ids import CallIdMapper, IdStyle
+from tooluse.providers.turn_builder import TurnBuilder, make_call
+from tooluse.providers.wire_common import (
+    ResultBatch,
+    group_turns,
+    normalize_tool_choice,
+    tool_schema,
+)
+from tooluse.tools.definition import ToolDefinition
+
+__all__ = ["ChatStreamAssembler", "decode_response", "encode_request", "result_text"]
+
+_FINISH = {
+    "stop": "stop",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "content_filter": "content_filter",
+}
+
+
+def result_text(result: ToolResult) -> str:
+    """A result's text for wires without an error flag: failures always start with ``Error:``."""
+    if result.is_error and not result.output.lower().startswith("error"):
+        return f"Error: {result.output}"
+    return result.output
+
+
+def encode_request(
+    messages: Sequence[ChatMessage],
+    tools: Sequence[ToolDefinition] = (),
+    params: SamplingParams | None = None,
+    tool_choice: ToolChoice = "auto",
+    *,
+    model: str = "",
+    id_style: IdStyle = "openai",
+) -> dict[str, Any]:
+    """The Chat Completions request body."""
+    wire_id = CallIdMapper(id_style)
+    out: list[dict[str, Any]] = []
+    for turn in group_turns(messages, keep_system=True):
+        if isinstance(turn, ResultBatch):
+            out.extend(
+                {"role": "tool", "tool_call_id": wire_id(r.call_id), "content": result_text(r)}
+                for r in turn.results
+            )
+        elif turn.role == "assistant":
+            out.append(_assistant(turn, wire_id))
+        else:
+            entry: dict[str, Any] = {"role": turn.role, "content": turn.content}
+            if turn.name and turn.role == "user":
+                entry["name"] = turn.name
+            out.append(entry)
+    body: dict[str, Any] = {"messages": out}
+    if model:
+        body["model"] = model
+    if tools:
+        body["tools"] = [tool_schema(t, "openai") for t in tools]
+        choice = normalize_tool_choice(tool_choice, tools)
+        body["tool_choice"] = (
+            {"type": "function", "function": {"name": choice[1]}}
+            if isinstance(choice, tuple)
+            else choice
+        )
+    _apply_params(body, params, bool(tools))
+    return body
+
+
+def _assistant(message: ChatMessage, wire_id: CallIdMapper) -> dict[str, Any]:
+    entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+    if message.tool_calls:
+        entry["tool_calls"] = [
+            {
+                "id": wire_id(call.id),
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments_json()},
+            }
+            for call in message.tool_calls
+        ]
+    return entry
+
+
+def _apply_params(body: dict[str, Any], params: SamplingParams | None, has_tools: bool) -> None:
+    if params is None:
+        return
+    if params.temperature is not None:
+        body["temperature"] = params.temperature
+    if params.max_tokens is not None:
+        body["max_tokens"] = params.max_tokens
+    if params.top_p is not None:
+        body["top_p"] = params.top_p
+    if params.stop:
+        body["stop"] = list(params.stop)
+    if params.seed is not None:
+        body["seed"] = params.seed
+    if params.parallel_tool_calls is not None and has_tools:
+        body["parallel_tool_calls"] = params.parallel_tool_calls
+    body.update(params.extra)
+
+
+def _usage(data: dict[str, Any] | None) -> Usage:
+    data = data or {}
+    return Usage(
+        input_tokens=int(data.get("prompt_tokens") or 0),
+        output_tokens=int(data.get("completion_tokens") or 0),
+        requests=1,
+    )
+
+
+def decode_response(body: dict[str, Any]) -> GenerationResult:
+    """A Chat Completions response body as one turn."""
+    choices = body.get("choices")
+    if not choices:
+        detail = body.get("error") or body
+        raise BackendError(f"response has no choices: {json.dumps(detail)[:500]}")
+    choice = choices[0]
+    message = choice.get("message") or {}
+    builder = TurnBuilder()
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    if isinstance(reasoning, str):
+        builder.reasoning(reasoning)
+    content = message.get("content")
+    if isinstance(content, list):  # some compatible servers send content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    builder.text(content or "")
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        builder.call(make_call(call.get("id"), function.get("name", ""), function.get("arguments")))
+    finish = _FINISH.get(
+        choice.get("finish_reason") or "stop", choice.get("finish_reason") or "stop"
+    )
+    return builder.build(finish_reason=finish, usage=_usage(body.get("usage")), raw=body)
+
+
+@dataclass
+class _Slot:
+    position: int
+    id: str | None = None
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+    started: bool = False
+    synthetic: bool = False
+
+
+class ChatStreamAssembler:
+    """Streamed chunks to events; calls are assembled by ``index``.
+
+    When ``index`` is missing or repeated for a new call (some servers send 0 for every call),
+    a fragment carrying a new id starts a new call.
+    """
+
+    def __init__(self) -> None:
+        self._builder = TurnBuilder()
+        self._slots: list[_Slot] = []
+        self._by_index: dict[int, _Slot] = {}
+        self._finish = "stop"
+        self._usage = Usage(requests=1)
+
+    def feed(self, chunk: dict[str, Any]) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        if chunk.get("usage"):
+            self._usage = _usage(chunk["usage"])
+        if chunk.get("error"):
+            raise BackendError(f"stream error: {json.dumps(chunk['error'])[:500]}")
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                self._builder.reasoning(reasoning)
+                events.append(ReasoningDelta(text=reasoning))
+            if isinstance(delta.get("content"), str) and delta["content"]:
+                self._builder.text(delta["content"])
+                events.append(TextDelta(text=delta["content"]))
+            for fragment in delta.get("tool_calls") or []:
+                events.extend(self._fragment(fragment))
+            if choice.get("finish_reason"):
+                reason = choice["finish_reason"]
+                self._finish = _FINISH.get(reason, reason)
+        return events
+
+    def _fragment(self, fragment: dict[str, Any]) -> list[StreamEvent]:
+        index = fragment.get("index")
+        new_id = fragment.get("id")
+        slot = self._by_index.get(index) if isinstance(index, int) else None
+        if slot is None and index is None and self._slots and not new_id:
+            slot = self._slots[-1]
+        if slot is not None and new_id and slot.id and new_id != slot.id:
+            slot = None  # a repeated index with a new id is a new call
+        if slot is None:
+            slot = _Slot(position=self._builder.slot())
+            self._slots.append(slot)
+            if isinstance(index, int):
+                self._by_index[index] = slot
+        function = fragment.get("function") or {}
+        if new_id:
+            slot.id = new_id
+        if function.get("name"):
+            slot.name += function["name"]
+        events: list[StreamEvent] = []
+        number = self._slots.index(slot)
+        if not slot.started and slot.name:
+            slot.started = True
+            if not slot.id:  # minted now so that the started and finished events agree
+                slot.id, slot.synthetic = new_call_id(), True
+            events.append(ToolCallStarted(index=number, name=slot.name, id=slot.id or ""))
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):
+            arguments = json.dumps(arguments)
+        if arguments:
+            slot.arguments.append(arguments)
+            events.append(ArgumentsDelta(index=number, text=arguments))
+        return events
+
+    def finish(self) -> tuple[list[StreamEvent], GenerationResult]:
+        """The closing events (one ``ToolCallFinished`` per call) and the whole turn."""
+        events: list[StreamEvent] = []
+        for number, slot in enumerate(self._slots):
+            call: ToolCall = make_call(slot.id, slot.name, "".join(slot.arguments))
+            if slot.synthetic:
+                call = replace(call, synthetic_id=True)
+            self._builder.fill(slot.position, call)
+            events.append(ToolCallFinished(index=number, call=call))
+        result = self._builder.build(finish_reason=self._finish, usage=self._usage)
+        return events, result

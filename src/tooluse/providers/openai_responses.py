@@ -1,0 +1,213 @@
+"""OpenAI Responses API wire adapter.
+
+Calls are ``function_call`` items (``call_id`` pairs them with ``function_call_output`` items;
+the item ``id`` starts with ``fc_`` and is replayed only when it came from OpenAI). Reasoning
+items are kept whole as provider state and replayed, in their original position, only to the
+same provider and model: reasoning models reject a call replayed without its reasoning item.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from tooluse.errors import BackendError
+from tooluse.events import (
+    ArgumentsDelta,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from tooluse.messages import ChatMessage, ProviderState, ReasoningPart, TextPart, Usage
+from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
+from tooluse.providers.call_ids import CallIdMapper
+from tooluse.providers.openai_chat import result_text
+from tooluse.providers.turn_builder import TurnBuilder, make_call
+from tooluse.providers.wire_common import (
+    ResultBatch,
+    group_turns,
+    log,
+    normalize_tool_choice,
+    replayable,
+    tool_schema,
+)
+from tooluse.tools.definition import ToolDefinition
+
+__all__ = ["PROVIDER", "ResponsesStreamAssembler", "decode_response", "encode_request"]
+
+PROVIDER = "openai"
+
+
+def encode_request(
+    messages: Sequence[ChatMessage],
+    tools: Sequence[ToolDefinition] = (),
+    params: SamplingParams | None = None,
+    tool_choice: ToolChoice = "auto",
+    *,
+    model: str = "",
+) -> dict[str, Any]:
+    """The Responses request body (stateless: the whole history goes in ``input``)."""
+    wire_id = CallIdMapper("openai")
+    items: list[dict[str, Any]] = []
+    for turn in group_turns(messages, keep_system=True):
+        if isinstance(turn, ResultBatch):
+            items.extend(
+                {
+                    "type": "function_call_output",
+                    "call_id": wire_id(r.call_id),
+                    "output": result_text(r),
+                }
+                for r in turn.results
+            )
+        elif turn.role == "assistant":
+            items.extend(_assistant_items(turn, wire_id, model))
+        else:
+            items.append({"role": turn.role, "content": turn.content})
+    body: dict[str, Any] = {"input": items}
+    if model:
+        body["model"] = model
+    if tools:
+        body["tools"] = [tool_schema(t, "openai_responses") for t in tools]
+        choice = normalize_tool_choice(tool_choice, tools)
+        body["tool_choice"] = (
+            {"type": "function", "name": choice[1]} if isinstance(choice, tuple) else choice
+        )
+    if params is not None:
+        if params.temperature is not None:
+            body["temperature"] = params.temperature
+        if params.max_tokens is not None:
+            body["max_output_tokens"] = params.max_tokens
+        if params.top_p is not None:
+            body["top_p"] = params.top_p
+        if params.parallel_tool_calls is not None and tools:
+            body["parallel_tool_calls"] = params.parallel_tool_calls
+        if params.stop or params.seed is not None:
+            log.warning("the Responses API has no stop sequences or seed; not sent")
+        body.update(params.extra)
+    return body
+
+
+def _assistant_items(
+    message: ChatMessage, wire_id: CallIdMapper, model: str
+) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for part in message.ordered_parts():
+        if isinstance(part, ReasoningPart):
+            state = replayable(part.state, PROVIDER, model)
+            if state is not None and state.data.get("type") == "reasoning":
+                items.append(dict(state.data))
+        elif isinstance(part, TextPart):
+            if part.text:
+                items.append({"role": "assistant", "content": part.text})
+        else:
+            item: dict[str, Any] = {
+                "type": "function_call",
+                "call_id": wire_id(part.id),
+                "name": part.name,
+                "arguments": part.arguments_json(),
+            }
+            state = replayable(part.state, PROVIDER, model)
+            if state is not None and str(state.data.get("item_id", "")).startswith("fc"):
+                item["id"] = state.data["item_id"]
+            items.append(item)
+    return items
+
+
+def _usage(data: dict[str, Any] | None) -> Usage:
+    data = data or {}
+    return Usage(
+        input_tokens=int(data.get("input_tokens") or 0),
+        output_tokens=int(data.get("output_tokens") or 0),
+        requests=1,
+    )
+
+
+def _finish(body: dict[str, Any]) -> str:
+    if body.get("status") == "incomplete":
+        reason = (body.get("incomplete_details") or {}).get("reason", "")
+        return "length" if reason == "max_output_tokens" else reason or "length"
+    return "stop"
+
+
+def decode_response(body: dict[str, Any], *, model: str = "") -> GenerationResult:
+    """A Responses body as one turn; ``model`` tags the reasoning state for replay."""
+    if body.get("error"):
+        raise BackendError(f"response failed: {json.dumps(body['error'])[:500]}")
+    if "output" not in body:
+        raise BackendError(f"response has no output: {json.dumps(body)[:500]}")
+    builder = TurnBuilder()
+    for item in body.get("output") or []:
+        kind = item.get("type")
+        if kind == "reasoning":
+            summary = "".join(s.get("text", "") for s in item.get("summary") or [])
+            data = {k: v for k, v in item.items() if k != "status"}
+            builder.reasoning(summary, ProviderState(provider=PROVIDER, model=model, data=data))
+        elif kind == "message":
+            for content in item.get("content") or []:
+                if content.get("type") == "output_text":
+                    builder.text(content.get("text", ""))
+                elif content.get("type") == "refusal":
+                    builder.text(content.get("refusal", ""))
+        elif kind == "function_call":
+            state = ProviderState(provider=PROVIDER, model=model, data={"item_id": item.get("id")})
+            builder.call(
+                make_call(item.get("call_id"), item.get("name", ""), item.get("arguments"), state)
+            )
+    return builder.build(finish_reason=_finish(body), usage=_usage(body.get("usage")), raw=body)
+
+
+class ResponsesStreamAssembler:
+    """Responses stream events to tooluse events; the final turn comes from ``response.completed``."""
+
+    def __init__(self, *, model: str = "") -> None:
+        self.model = model
+        self._call_numbers: dict[int, int] = {}
+        self._done_items: dict[int, dict[str, Any]] = {}
+        self._final: dict[str, Any] | None = None
+
+    def feed(self, event: dict[str, Any]) -> list[StreamEvent]:
+        kind = event.get("type", "")
+        index = event.get("output_index")
+        if kind == "response.output_item.added":
+            item = event.get("item") or {}
+            if item.get("type") == "function_call" and isinstance(index, int):
+                number = self._call_numbers.setdefault(index, len(self._call_numbers))
+                return [
+                    ToolCallStarted(
+                        index=number, name=item.get("name", ""), id=item.get("call_id", "")
+                    )
+                ]
+        elif kind == "response.output_text.delta":
+            return [TextDelta(text=event.get("delta", ""))]
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            return [ReasoningDelta(text=event.get("delta", ""))]
+        elif kind == "response.function_call_arguments.delta" and index in self._call_numbers:
+            return [ArgumentsDelta(index=self._call_numbers[index], text=event.get("delta", ""))]
+        elif kind == "response.output_item.done" and isinstance(index, int):
+            item = event.get("item") or {}
+            self._done_items[index] = item
+            if item.get("type") == "function_call":
+                number = self._call_numbers.setdefault(index, len(self._call_numbers))
+                state = ProviderState(
+                    provider=PROVIDER, model=self.model, data={"item_id": item.get("id")}
+                )
+                call = make_call(
+                    item.get("call_id"), item.get("name", ""), item.get("arguments"), state
+                )
+                return [ToolCallFinished(index=number, call=call)]
+        elif kind in ("response.completed", "response.incomplete"):
+            self._final = event.get("response") or {}
+        elif kind in ("response.failed", "error"):
+            detail = (event.get("response") or {}).get("error") or event
+            raise BackendError(f"response failed: {json.dumps(detail)[:500]}")
+        return []
+
+    def finish(self) -> tuple[list[StreamEvent], GenerationResult]:
+        body = self._final
+        if body is None or not body.get("output"):
+            output = [self._done_items[i] for i in sorted(self._done_items)]
+            body = {**(body or {}), "output": output}
+        return [], decode_response(body, model=self.model)

@@ -1,0 +1,212 @@
+"""Pure helpers shared by the wire adapters: history grouping, arguments, tool choice, schemas.
+
+Nothing here does I/O; every function maps values to values.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Union
+
+from tooluse.messages import ChatMessage, ProviderState, ToolCall, ToolResult
+from tooluse.providers.base import ToolChoice
+from tooluse.providers.history import validate_history
+from tooluse.tools.definition import ToolDefinition
+
+__all__ = [
+    "ResultBatch",
+    "Turn",
+    "decode_arguments",
+    "group_turns",
+    "log",
+    "normalize_tool_choice",
+    "replayable",
+    "system_text",
+    "tool_schema",
+    "tools_for_history",
+]
+
+log = logging.getLogger("tooluse.providers")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResultBatch:
+    """The results answering one assistant turn, in that turn's call order."""
+
+    calls: tuple[ToolCall, ...]
+    results: tuple[ToolResult, ...]
+
+
+Turn = Union[ChatMessage, ResultBatch]
+
+
+def group_turns(messages: Sequence[ChatMessage], *, keep_system: bool = False) -> Iterator[Turn]:
+    """Validated turns, with each run of tool messages folded into one batch in call order.
+
+    System messages are skipped unless ``keep_system`` (providers with a separate system field
+    take :func:`system_text`). Raises :class:`HistoryError` for histories a provider would reject.
+    """
+    checked = validate_history(messages)
+    calls: tuple[ToolCall, ...] = ()
+    pending: list[ToolResult] = []
+    for message in checked:
+        if message.role == "tool":
+            assert message.result is not None  # validate_history guarantees it
+            pending.append(message.result)
+            continue
+        if pending:
+            yield _batch(calls, pending)
+            pending = []
+        if message.role == "system" and not keep_system:
+            continue
+        if message.role == "assistant":
+            calls = message.tool_calls
+        yield message
+    if pending:
+        yield _batch(calls, pending)
+
+
+def _batch(calls: tuple[ToolCall, ...], results: list[ToolResult]) -> ResultBatch:
+    order = {call.id: i for i, call in enumerate(calls)}
+    ordered = sorted(results, key=lambda r: order[r.call_id])
+    return ResultBatch(calls=calls, results=tuple(ordered))
+
+
+def system_text(messages: Sequence[ChatMessage]) -> str:
+    """All system messages joined (providers with a separate system field get them there)."""
+    return "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
+
+
+def history_has_tools(messages: Sequence[ChatMessage]) -> bool:
+    return any(m.tool_calls or m.role == "tool" for m in messages)
+
+
+def decode_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+    """Wire arguments to ``(arguments, raw_arguments)``.
+
+    ``""``, ``None`` and ``"null"`` mean no arguments (``{}``). Text that is not a JSON object is
+    kept whole in ``raw_arguments`` (with ``{}`` as arguments) so validation can tell the model.
+    """
+    if raw is None:
+        return {}, None
+    if isinstance(raw, dict):
+        return dict(raw), None
+    if not isinstance(raw, str):
+        return {}, json.dumps(raw)
+    text = raw.strip()
+    if not text or text == "null":
+        return {}, None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}, raw
+    if isinstance(value, dict):
+        return value, None
+    return {}, raw
+
+
+NormalizedChoice = Union[Literal["auto", "none", "required"], tuple[Literal["tool"], str]]
+
+
+def normalize_tool_choice(choice: ToolChoice, tools: Sequence[ToolDefinition]) -> NormalizedChoice:
+    """``"auto"``/``"none"``/``"required"`` or ``("tool", name)``; unknown names raise ``ValueError``."""
+    if choice in ("auto", "none", "required"):
+        return choice  # type: ignore[return-value]
+    if choice == "any":
+        return "required"
+    names = [t.name for t in tools]
+    if choice not in names:
+        raise ValueError(
+            f"tool_choice {choice!r} is neither auto/none/required nor an offered tool "
+            f"({', '.join(names) or 'no tools offered'})"
+        )
+    return ("tool", choice)
+
+
+def tool_schema(tool: ToolDefinition, dialect: str) -> dict[str, Any]:
+    """The tool's definition in a provider dialect, from the definition's exporter when it has one.
+
+    ``dialect`` is one of ``openai``, ``openai_responses``, ``anthropic``, ``gemini``, ``bedrock``.
+    """
+    exporter = getattr(tool, f"to_{dialect}_schema", None)
+    if callable(exporter):
+        try:
+            exported = exporter()
+        except ImportError:  # exporter not available in this build; use the plain form below
+            exported = None
+        if isinstance(exported, dict):
+            return exported
+    params = _object_schema(tool.parameters_schema)
+    if dialect == "openai":
+        return {
+            "type": "function",
+            "function": {"name": tool.name, "description": tool.description, "parameters": params},
+        }
+    if dialect == "openai_responses":
+        return {
+            "type": "function",
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": params,
+        }
+    if dialect == "anthropic":
+        return {"name": tool.name, "description": tool.description, "input_schema": params}
+    if dialect == "gemini":
+        return {
+            "name": tool.name,
+            "description": tool.description,
+            "parametersJsonSchema": params,
+        }
+    if dialect == "bedrock":
+        return {
+            "toolSpec": {
+                "name": tool.name,
+                "description": tool.description or tool.name,
+                "inputSchema": {"json": params},
+            }
+        }
+    raise ValueError(f"unknown schema dialect {dialect!r}")
+
+
+def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    # Argument-less tools must still declare an object with properties for every provider.
+    out = dict(schema)
+    out.setdefault("type", "object")
+    if out.get("type") == "object":
+        out.setdefault("properties", {})
+    return out
+
+
+def replayable(state: ProviderState | None, provider: str, model: str) -> ProviderState | None:
+    """``state`` when it may be replayed to ``provider``/``model``, else ``None`` (dropped)."""
+    if state is not None and state.replayable_to(provider, model):
+        return state
+    return None
+
+
+def tools_for_history(
+    messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition]
+) -> tuple[ToolDefinition, ...]:
+    """The tools to declare: ``tools``, or placeholders named after the history's calls.
+
+    Anthropic and Bedrock reject a history holding tool blocks when no tool is declared, so a
+    request without tools after tool turns declares the called names (object schema, no
+    properties) instead of failing.
+    """
+    if tools or not history_has_tools(messages):
+        return tuple(tools)
+    names: dict[str, None] = {}
+    for message in messages:
+        for call in message.tool_calls:
+            names.setdefault(call.name, None)
+        if message.result is not None:
+            names.setdefault(message.result.tool_name, None)
+    log.info("declaring placeholder tools %s because the history holds tool blocks", list(names))
+    return tuple(
+        ToolDefinition(name=name, description="(earlier tool, no longer offered)")
+        for name in names
+        if name
+    )

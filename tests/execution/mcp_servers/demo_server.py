@@ -1,0 +1,74 @@
+"""A small MCP server for the tests, built with the SDK's ``MCPServer``.
+
+Run over stdio (``python demo_server.py``) or streamable HTTP
+(``python demo_server.py --http PORT``). Tools cover success, structured output, tool errors,
+a slow tool for timeouts and a tool that kills the process mid-call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import TypedDict
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+server = MCPServer("demo", log_level="WARNING" if "--http" in sys.argv else "INFO")
+
+
+class Weather(TypedDict):
+    city: str
+    celsius: float
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@server.tool()
+def weather(city: str) -> Weather:
+    """The weather in a city (fixed values)."""
+    return {"city": city, "celsius": 21.5}
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails with the given reason."""
+    raise ToolError(f"refused: {reason}")
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Sleep, then answer."""
+    await asyncio.sleep(seconds)
+    return "done"
+
+
+@server.tool()
+def crash() -> str:
+    """Kill the server process in the middle of the call."""
+    os._exit(3)
+
+
+@server.tool()
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()

@@ -1,0 +1,116 @@
+"""MCP tools inside the tool loop (``tooluse.run`` / ``tooluse.arun``), mixed with local tools.
+
+The model is a ScriptedBackend (loop logic only); the MCP servers are real subprocesses.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import tooluse
+from tooluse.execution.local import run_coroutine_blocking
+from tooluse.execution.mcp import MCPServerConfig, MCPToolExecutor
+from tooluse.execution.mcp_sync import SyncMCPToolExecutor
+from tooluse.messages import ToolCall
+from tooluse.providers.scripted import ScriptedBackend
+
+pytestmark = pytest.mark.slow
+
+DEMO = str(Path(__file__).parent / "mcp_servers" / "demo_server.py")
+CONFIG = MCPServerConfig(command=sys.executable, args=(DEMO,), tool_prefix="demo_")
+
+
+def shout(text: str) -> str:
+    """Upper-case the text.
+
+    Args:
+        text: What to shout.
+    """
+    return text.upper()
+
+
+def tool_outputs(result) -> dict[str, tuple[str, bool]]:
+    return {
+        message.result.call_id: (message.result.output, message.result.is_error)
+        for message in result.messages
+        if message.role == "tool"
+    }
+
+
+def script() -> ScriptedBackend:
+    return ScriptedBackend(
+        [
+            [
+                ToolCall(id="a", name="demo_add", arguments={"a": 40, "b": 2}),
+                ToolCall(id="b", name="shout", arguments={"text": "hi"}),
+                ToolCall(id="c", name="demo_fail", arguments={"reason": "not today"}),
+                ToolCall(id="d", name="demo_add", arguments={"a": "forty"}),
+            ],
+            "The sum is 42.",
+        ]
+    )
+
+
+async def test_arun_mixes_mcp_and_local_tools():
+    backend = script()
+    async with MCPToolExecutor(CONFIG) as mcp:
+        tools = [*await mcp.list_tools(), shout]
+        result = await tooluse.arun(backend, "add 40 and 2", tools=tools)
+    outputs = tool_outputs(result)
+    assert outputs["a"] == ("42", False)
+    assert outputs["b"] == ("HI", False)
+    assert outputs["c"][1] is True and "refused: not today" in outputs["c"][0]
+    assert outputs["d"][1] is True and "b" in outputs["d"][0]  # rejected by validation
+    assert result.final_text == "The sum is 42."
+    offered = {tool.name for tool in backend.requests[0].tools}
+    assert {"demo_add", "demo_echo", "shout"} <= offered
+    sent_add = next(tool for tool in backend.requests[0].tools if tool.name == "demo_add")
+    assert sent_add.input_schema["required"] == ["a", "b"]
+    structured = [
+        m.result.structured for m in result.messages if m.role == "tool" and m.result.call_id == "a"
+    ]
+    assert structured == [{"result": 42}]
+
+
+def test_run_with_the_sync_facade():
+    backend = script()
+    with SyncMCPToolExecutor(CONFIG) as mcp:
+        result = tooluse.run(backend, "add 40 and 2", tools=[*mcp.list_tools(), shout])
+    outputs = tool_outputs(result)
+    assert outputs["a"] == ("42", False)
+    assert outputs["b"] == ("HI", False)
+    assert outputs["c"][1] is True and "refused: not today" in outputs["c"][0]
+    assert outputs["d"][1] is True
+    assert result.final_text == "The sum is 42."
+
+
+def test_sync_facade_calls_and_lists():
+    with SyncMCPToolExecutor(CONFIG) as mcp:
+        tools = {tool.name: tool for tool in mcp.list_tools()}
+        direct = tools["demo_echo"].function(text="plain call")
+        executed = mcp.execute(ToolCall(id="s", name="demo_add", arguments={"a": 1, "b": 2}))
+        batch = mcp.execute_batch(
+            [ToolCall(id=str(i), name="demo_echo", arguments={"text": str(i)}) for i in range(3)]
+        )
+    assert direct.output == "plain call"
+    assert (executed.call_id, executed.output) == ("s", "3")
+    assert [r.output for r in batch] == ["0", "1", "2"]
+
+
+def test_sync_facade_start_failure_raises_and_cleans_up():
+    facade = SyncMCPToolExecutor(MCPServerConfig(command="/no/such/server"))
+    with pytest.raises(tooluse.MCPError, match="command not found"):
+        facade.connect()
+    assert facade._thread is None  # the background loop was stopped
+
+
+async def test_async_tools_from_another_loop_fail_clearly():
+    async with MCPToolExecutor(CONFIG) as mcp:
+        tools = {tool.name: tool for tool in await mcp.list_tools()}
+        # The sync loop runs async tools on a private event loop, not the connection's.
+        result = run_coroutine_blocking(tools["demo_echo"].function(text="x"))
+    assert result.is_error
+    assert "another event loop" in result.output

@@ -1,0 +1,39 @@
+"""Ordered assistant parts and provider-tagged state on ChatMessage."""
+
+from __future__ import annotations
+
+from tooluse import ChatMessage, GenerationResult, ProviderState, ReasoningPart, TextPart, ToolCall
+from tooluse.providers.call_ids import wire_call_id
+
+
+def test_parts_fill_content_calls_and_reasoning():
+    call = ToolCall(id="c", name="t")
+    m = ChatMessage(role="assistant", parts=[ReasoningPart(text="why"), TextPart(text="a"), call, TextPart(text="b")])
+    assert (m.content, m.reasoning, m.tool_calls) == ("ab", "why", (call,))
+    assert isinstance(m.parts, tuple)
+
+
+def test_ordered_parts_derived_from_plain_fields():
+    call = ToolCall(id="c", name="t")
+    m = ChatMessage(role="assistant", content="hi", tool_calls=[call], reasoning="r")
+    assert m.ordered_parts() == (ReasoningPart(text="r"), TextPart(text="hi"), call)
+    assert ChatMessage.assistant("x").ordered_parts() == (TextPart(text="x"),)
+
+
+def test_state_replay_rules():
+    s = ProviderState(provider="gemini", model="gemini-3-pro", data={"thoughtSignature": "x"})
+    assert s.replayable_to("gemini", "gemini-3-pro") and s.replayable_to("gemini")
+    assert not s.replayable_to("gemini", "gemini-2.5-flash") and not s.replayable_to("anthropic")
+
+
+def test_generation_result_without_message_still_gives_a_message():
+    r = GenerationResult(text="t", tool_calls=(ToolCall(id="c", name="n"),))
+    assert r.to_message().tool_calls[0].id == "c"
+
+
+def test_wire_ids_keep_valid_ids_and_hash_others_deterministically():
+    assert wire_call_id("call_abc", "openai") == "call_abc"
+    a, b = wire_call_id("x" * 41, "openai"), wire_call_id("x" * 42, "openai")
+    assert len(a) == 40 and len(b) == 40 and a != b
+    assert wire_call_id("a.b", "anthropic") != wire_call_id("a_b", "anthropic") == "a_b"
+    assert wire_call_id("x" * 41, "openai") == a
