@@ -161,7 +161,9 @@ def pydantic_ai_per_round() -> float | None:
 def main() -> dict[str, Any]:
     parallel = bench_parallel()
     print(f"Parallel execution: {CALLS} calls of a tool sleeping {SLEEP * 1000:.0f} ms")
-    print(f"{'tool kind':<10} {'parallel s':>11} {'sequential s':>13} {'speedup':>8} {'x one call':>11}")
+    print(
+        f"{'tool kind':<10} {'parallel s':>11} {'sequential s':>13} {'speedup':>8} {'x one call':>11}"
+    )
     for label in ("async", "sync"):
         print(
             f"{label:<10} {parallel[f'{label}_parallel_s']:>11.3f} "
@@ -173,7 +175,9 @@ def main() -> dict[str, Any]:
     ours_async = tooluse_async_per_round()
     ours_sync = tooluse_sync_per_round()
     theirs = pydantic_ai_per_round()
-    print(f"\nLoop overhead per tool round trip (scripted model, {ROUNDS} rounds, median of {REPEATS})")
+    print(
+        f"\nLoop overhead per tool round trip (scripted model, {ROUNDS} rounds, median of {REPEATS})"
+    )
     print(f"{'loop':<28} {'us/round':>10} {'vs pydantic-ai':>15}")
     figures: dict[str, Any] = dict(parallel)
     figures["tooluse_arun_us_per_round"] = ours_async * 1e6

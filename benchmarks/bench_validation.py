@@ -24,7 +24,9 @@ ROUNDS = 5
 TARGET_SECONDS = 0.25  # per round and side
 
 
-def get_weather(city: str, units: Literal["celsius", "fahrenheit"] = "celsius", days: int = 1) -> str:
+def get_weather(
+    city: str, units: Literal["celsius", "fahrenheit"] = "celsius", days: int = 1
+) -> str:
     """Get the weather.
 
     Args:
@@ -62,7 +64,9 @@ class Address(BaseModel):
     country: str = "FR"
 
 
-def place_order(customer: str, items: list[LineItem], address: Address, note: Optional[str] = None) -> str:
+def place_order(
+    customer: str, items: list[LineItem], address: Address, note: Optional[str] = None
+) -> str:
     """Place an order."""
     return customer
 

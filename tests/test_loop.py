@@ -432,3 +432,98 @@ def test_capabilities_without_function_calling_and_no_parser_ignore_tools(caplog
     assert backend.requests[0].tools == ()
     assert "ScriptedBackend('tiny-text-model')" in caplog.text
     assert "tool_call_parser" in caplog.text
+
+
+class StreamingScripted(ScriptedBackend):
+    """A scripted backend that streams text word by word, sync and async."""
+
+    def _pieces(self, result):
+        words = result.text.split(" ")
+        return (
+            [w if i == len(words) - 1 else w + " " for i, w in enumerate(words)]
+            if result.text
+            else []
+        )
+
+    async def astream_with_tools(self, messages, tools=(), params=None, tool_choice="auto"):
+        from tooluse import GenerationDone
+
+        result = self.generate_with_tools(messages, tools, params, tool_choice)
+        for piece in self._pieces(result):
+            await asyncio.sleep(0)
+            yield TextDelta(text=piece)
+        yield GenerationDone(result=result)
+
+
+async def test_aiter_run_streams_text_deltas_from_an_async_streaming_backend():
+    from tooluse.loop import aiter_run
+
+    backend = StreamingScripted([[tc("get_time", "t", timezone="UTC")], "It is 14:05 now."])
+    events = [e async for e in aiter_run(backend, "q", tools=[get_time], stream=True)]
+    deltas = [e.text for e in events if isinstance(e, TextDelta)]
+    assert deltas == ["It ", "is ", "14:05 ", "now."]
+    assert isinstance(events[-1], RunFinished)
+    assert events[-1].result.final_text == "It is 14:05 now."
+    order = [type(e).__name__ for e in events]
+    assert order.index("ToolExecutionFinished") < order.index("TextDelta")
+
+
+async def test_arun_on_event_and_async_hooks():
+    async def deny(call):
+        await asyncio.sleep(0)
+        return Veto(reason="maintenance")
+
+    events = []
+    backend = ScriptedBackend([[tc("get_time", "t", timezone="UTC")], "ok"])
+    result = await arun(
+        backend, "q", tools=[get_time], before_tool_call=deny, on_event=events.append
+    )
+    assert result.trail[0].is_error and "maintenance" in result.trail[0].output
+    assert isinstance(events[-1], RunFinished)
+
+
+def test_tools_may_be_tool_objects_functions_and_definitions():
+    from tooluse.tools import Tool
+
+    class Calculator(Tool):
+        name = "calculator"
+
+        @property
+        def schema(self) -> dict:
+            return {
+                "type": "function",
+                "function": {
+                    "name": "calculator",
+                    "description": "Evaluate a basic arithmetic expression.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"expression": {"type": "string"}},
+                        "required": ["expression"],
+                    },
+                },
+            }
+
+        def __call__(self, expression: str) -> str:
+            return str(eval(expression, {"__builtins__": {}}))
+
+    def shout(text: str) -> str:
+        """Upper-case a text."""
+        return text.upper()
+
+    echo = ToolDefinition(
+        name="echo",
+        input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+        function=lambda text: text,
+    )
+    backend = ScriptedBackend(
+        [
+            [
+                tc("calculator", "c", expression="17 * 23"),
+                tc("shout", "s", text="hi"),
+                tc("echo", "e", text="same"),
+            ],
+            "done",
+        ]
+    )
+    result = run(backend, "q", tools=[Calculator(), shout, echo])
+    assert [t.output for t in result.trail] == ["391", "HI", "same"]

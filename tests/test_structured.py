@@ -66,7 +66,11 @@ def test_function_signature_gives_a_dict_and_the_function_is_not_called():
         [call("Movie", title="Avatar: Fire and Ash", rating_value="7.5", director="James Cameron")]
     )
     movie = extract(backend, PAGE, Movie)
-    assert movie == {"title": "Avatar: Fire and Ash", "rating_value": 7.5, "director": "James Cameron"}
+    assert movie == {
+        "title": "Avatar: Fire and Ash",
+        "rating_value": 7.5,
+        "director": "James Cameron",
+    }
     schema = backend.requests[0].tools[0].parameters_schema
     assert schema["properties"]["rating_value"]["type"] == "number"
 
@@ -130,13 +134,15 @@ def test_backend_without_forced_choice_is_asked_with_auto():
 
 async def test_aextract_matches_extract():
     turns = [call("Film", title="A", year=2025, rating=5)]
-    assert await aextract(ScriptedBackend(turns), PAGE, Film) == extract(ScriptedBackend(turns), PAGE, Film)
+    assert await aextract(ScriptedBackend(turns), PAGE, Film) == extract(
+        ScriptedBackend(turns), PAGE, Film
+    )
 
 
 def test_messages_are_sent_as_given_and_usage_is_kept_on_failure():
     from tooluse import ChatMessage
 
-    backend = ScriptedBackend([GenerationResult(text="no", usage=None or GenerationResult().usage)])
+    backend = ScriptedBackend([GenerationResult(text="no")])
     with pytest.raises(ExtractionError) as info:
         extract(backend, [ChatMessage.user("Film: Heat, 1995, 8.3")], Film, max_retries=0)
     assert backend.requests[0].messages[0].content == "Film: Heat, 1995, 8.3"
@@ -148,3 +154,16 @@ def test_bad_targets_are_refused():
         extract(ScriptedBackend([]), "x", 42)
     with pytest.raises(ValueError, match="max_retries"):
         extract(ScriptedBackend([]), "x", Film, max_retries=-1)
+
+
+def test_extraction_with_a_text_format_model():
+    from tooluse.formats import HermesToolCallParser
+
+    reply = '<tool_call>\n{"name": "Film", "arguments": {"title": "Heat", "year": 1995, "rating": 8.3}}\n</tool_call>'
+    backend = ScriptedBackend(
+        [reply], capabilities=ModelCapabilities(supports_function_calling=False)
+    )
+    film = extract(backend, "Heat (1995), rated 8.3", Film, tool_call_parser=HermesToolCallParser())
+    assert film == Film(title="Heat", year=1995, rating=8.3)
+    system = backend.requests[0].messages[0].content
+    assert "<tools>" in system and "You must call the tool 'Film' now." in system

@@ -26,11 +26,11 @@ from typing import Any, Union
 from tooluse.execution.local import (
     DEFAULT_MAX_OUTPUT_CHARS,
     AfterHook,
-    AsyncToolExecutor,
     BeforeHook,
     CancellationToken,
     ToolsArg,
 )
+from tooluse.execution.parallel import AsyncToolExecutor
 from tooluse.loop_core import (
     Execute,
     Generate,

@@ -21,7 +21,8 @@ from enum import Enum
 from typing import Any, Literal, Union
 
 from tooluse.events import ParseError, StreamEvent
-from tooluse.execution.local import AsyncToolExecutor, CancellationToken
+from tooluse.execution.local import CancellationToken
+from tooluse.execution.parallel import AsyncToolExecutor
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage, new_call_id, render_output
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
 from tooluse.tools.definition import ToolDefinition
@@ -309,7 +310,8 @@ def loop_steps(setup: LoopSetup, history: list[ChatMessage]) -> Generator[Step, 
                 messages=view, tools=(), tool_choice="auto", params=setup.params, stream=False
             )
         generated: GenerationResult = yield request
-        usage = usage + generated.usage
+        if generated.usage is not None:
+            usage = usage + generated.usage
         parse_errors: tuple[ParseError, ...] = ()
         if setup.mode == "text":
             parsed = setup.parser.parse(generated.text, setup.tools)

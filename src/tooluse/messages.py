@@ -26,6 +26,11 @@ __all__ = [
 Role = Literal["system", "user", "assistant", "tool"]
 
 
+# One shared encoder: json.dumps with options builds a new encoder per call (argument strings
+# are encoded for every call of every replayed turn).
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def new_call_id() -> str:
     """A fresh tool call id, valid for every provider's id pattern (``call_`` + 24 hex)."""
     return "call_" + uuid.uuid4().hex[:24]
@@ -73,7 +78,7 @@ class ToolCall:
         """The arguments as compact JSON text (the raw text when it could not be decoded)."""
         if self.raw_arguments is not None and not self.arguments:
             return self.raw_arguments
-        return json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
+        return _COMPACT_JSON.encode(self.arguments)
 
 
 @dataclass(frozen=True, kw_only=True)

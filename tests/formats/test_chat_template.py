@@ -67,9 +67,7 @@ def test_tools_reach_the_template_as_openai_schemas():
 
 
 def test_no_generation_prompt():
-    prompt = render_chat_template(
-        QWEN_STYLE, [ChatMessage.user("hi")], add_generation_prompt=False
-    )
+    prompt = render_chat_template(QWEN_STYLE, [ChatMessage.user("hi")], add_generation_prompt=False)
     assert prompt == "<|im_start|>user\nhi<|im_end|>\n"
 
 
@@ -89,7 +87,9 @@ def test_full_tool_round_trip_renders_calls_and_results():
     # what the template wrote for the call parses back to the same call
     assistant_turn = prompt.split("<|im_start|>assistant")[1].split("<|im_end|>")[0]
     parsed = HermesToolCallParser().parse(assistant_turn, [WEATHER])
-    assert [(c.name, c.arguments) for c in parsed.tool_calls] == [("get_weather", {"city": "Zürich"})]
+    assert [(c.name, c.arguments) for c in parsed.tool_calls] == [
+        ("get_weather", {"city": "Zürich"})
+    ]
 
 
 def test_message_dicts_pass_through_and_tool_messages_carry_ids():
@@ -103,7 +103,10 @@ def test_message_dicts_pass_through_and_tool_messages_carry_ids():
     }
     assistant = message_to_template_dict(ChatMessage.assistant("x", [call]))
     assert assistant["tool_calls"][0]["function"] == {"name": "today", "arguments": {}}
-    assert message_to_template_dict({"role": "user", "content": "hi"}) == {"role": "user", "content": "hi"}
+    assert message_to_template_dict({"role": "user", "content": "hi"}) == {
+        "role": "user",
+        "content": "hi",
+    }
 
 
 def test_template_without_tools_section_gets_tools_prompt_in_system_turn():
@@ -148,7 +151,9 @@ def test_broken_template_is_a_clear_error():
 
 def test_sandbox_blocks_attribute_escape():
     with pytest.raises(ChatTemplateError):
-        render_chat_template("{{ messages.__class__.__mro__ }}{{ ''.__class__.__subclasses__() }}", [])
+        render_chat_template(
+            "{{ messages.__class__.__mro__ }}{{ ''.__class__.__subclasses__() }}", []
+        )
 
 
 @pytest.mark.parametrize(

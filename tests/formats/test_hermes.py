@@ -71,7 +71,9 @@ def test_think_is_reasoning_and_never_parsed_for_calls():
 
 def test_prefilled_think_only_closes():
     parser = HermesToolCallParser(reasoning_started=True)
-    result = parser.parse('thinking...</think>answer <tool_call>{"name": "today"}</tool_call>', TOOLS)
+    result = parser.parse(
+        'thinking...</think>answer <tool_call>{"name": "today"}</tool_call>', TOOLS
+    )
     assert result.reasoning == "thinking..."
     assert result.text == "answer "
     assert [c.name for c in result.tool_calls] == ["today"]
@@ -117,7 +119,9 @@ def test_python_literals_missing_arguments_and_wrapper():
 
 
 def test_streamed_arguments_are_raw_text_and_name_comes_first():
-    text = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}</tool_call>'
+    text = (
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}</tool_call>'
+    )
     events = run_split(P, chunks(text, 4))
     kinds = [type(e) for e in events]
     assert kinds[0] is ToolCallStarted
@@ -176,7 +180,9 @@ def test_split_markers_never_leak_into_text():
 
 
 def test_start_and_end_in_one_delta_with_text():
-    events = run_split(P, ['a<tool_call>{"name": "today"}</tool_call>b<tool_call>{"name": "today"}'])
+    events = run_split(
+        P, ['a<tool_call>{"name": "today"}</tool_call>b<tool_call>{"name": "today"}']
+    )
     assert [type(e).__name__ for e in events].count("ToolCallFinished") == 2
 
 

@@ -31,7 +31,9 @@ def conversation(state: ProviderState | None = None, call_state: ProviderState |
             parts=(
                 ReasoningPart(text="Need both tools.", state=state),
                 TextPart(text="Checking."),
-                ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"}, state=call_state),
+                ToolCall(
+                    id="call_1", name="get_weather", arguments={"city": "Paris"}, state=call_state
+                ),
                 ToolCall(id="call_2", name="get_time", arguments={}),
             ),
         ),

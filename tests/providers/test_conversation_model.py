@@ -8,7 +8,10 @@ from tooluse.providers.call_ids import wire_call_id
 
 def test_parts_fill_content_calls_and_reasoning():
     call = ToolCall(id="c", name="t")
-    m = ChatMessage(role="assistant", parts=[ReasoningPart(text="why"), TextPart(text="a"), call, TextPart(text="b")])
+    m = ChatMessage(
+        role="assistant",
+        parts=[ReasoningPart(text="why"), TextPart(text="a"), call, TextPart(text="b")],
+    )
     assert (m.content, m.reasoning, m.tool_calls) == ("ab", "why", (call,))
     assert isinstance(m.parts, tuple)
 
@@ -37,3 +40,13 @@ def test_wire_ids_keep_valid_ids_and_hash_others_deterministically():
     assert len(a) == 40 and len(b) == 40 and a != b
     assert wire_call_id("a.b", "anthropic") != wire_call_id("a_b", "anthropic") == "a_b"
     assert wire_call_id("x" * 41, "openai") == a
+
+
+async def test_scripted_backend_streams_async():
+    from tooluse import GenerationDone, ScriptedBackend, ToolCallFinished
+
+    backend = ScriptedBackend([[ToolCall(id="c1", name="t", arguments={"x": 1})], "done"])
+    events = [e async for e in backend.astream_with_tools([ChatMessage.user("q")])]
+    assert isinstance(events[-1], GenerationDone) and events[-1].result.tool_calls[0].id == "c1"
+    assert [e.call.arguments for e in events if isinstance(e, ToolCallFinished)] == [{"x": 1}]
+    assert backend.remaining == 1

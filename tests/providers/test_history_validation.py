@@ -9,7 +9,10 @@ from tooluse.providers import anthropic, bedrock, gemini, openai_chat, openai_re
 
 from .conversation import TIME, WEATHER
 
-CALLS = [ToolCall(id="a", name="get_weather", arguments={"city": "Oslo"}), ToolCall(id="b", name="get_time")]
+CALLS = [
+    ToolCall(id="a", name="get_weather", arguments={"city": "Oslo"}),
+    ToolCall(id="b", name="get_time"),
+]
 
 
 def ok(call_id: str, name: str = "get_weather") -> ChatMessage:
@@ -17,7 +20,13 @@ def ok(call_id: str, name: str = "get_weather") -> ChatMessage:
 
 
 def test_valid_history_is_returned_unchanged():
-    history = [ChatMessage.user("q"), ChatMessage.assistant(tool_calls=CALLS), ok("a"), ok("b", "get_time"), ChatMessage.assistant("done")]
+    history = [
+        ChatMessage.user("q"),
+        ChatMessage.assistant(tool_calls=CALLS),
+        ok("a"),
+        ok("b", "get_time"),
+        ChatMessage.assistant("done"),
+    ]
     assert validate_history(history) == history
 
 
@@ -29,14 +38,24 @@ def test_unanswered_calls_raise_with_their_ids():
 
 
 def test_result_separated_from_its_turn_by_a_user_message_is_orphaned():
-    history = [ChatMessage.user("q"), ChatMessage.assistant(tool_calls=CALLS[:1]), ChatMessage.user("hurry"), ok("a")]
+    history = [
+        ChatMessage.user("q"),
+        ChatMessage.assistant(tool_calls=CALLS[:1]),
+        ChatMessage.user("hurry"),
+        ok("a"),
+    ]
     with pytest.raises(HistoryError) as info:
         validate_history(history)
     assert info.value.call_ids == ("a",)
 
 
 def test_orphan_result_raises():
-    history = [ChatMessage.user("q"), ChatMessage.assistant(tool_calls=CALLS[:1]), ok("a"), ok("zzz")]
+    history = [
+        ChatMessage.user("q"),
+        ChatMessage.assistant(tool_calls=CALLS[:1]),
+        ok("a"),
+        ok("zzz"),
+    ]
     with pytest.raises(HistoryError) as info:
         validate_history(history, repair=True)
     assert info.value.call_ids == ("zzz",)
@@ -67,11 +86,20 @@ def test_tool_message_without_result_is_explained():
 
 
 def test_repair_synthesizes_error_results_in_call_order_and_is_idempotent():
-    history = [ChatMessage.user("q"), ChatMessage.assistant(tool_calls=CALLS), ok("b", "get_time"), ChatMessage.user("next")]
+    history = [
+        ChatMessage.user("q"),
+        ChatMessage.assistant(tool_calls=CALLS),
+        ok("b", "get_time"),
+        ChatMessage.user("next"),
+    ]
     repaired = validate_history(history, repair=True)
     results = [m.result for m in repaired if m.role == "tool"]
     assert [r.call_id for r in results] == ["a", "b"]
-    assert results[0].is_error and "not executed" in results[0].output and results[0].tool_name == "get_weather"
+    assert (
+        results[0].is_error
+        and "not executed" in results[0].output
+        and results[0].tool_name == "get_weather"
+    )
     assert results[0].metadata == {"synthesized": True}
     assert repaired[-1].content == "next"
     assert validate_history(repaired, repair=True) == repaired
@@ -87,7 +115,13 @@ def test_trailing_unanswered_turn_after_a_crash_is_repaired():
 
 @pytest.mark.parametrize(
     "encode",
-    [openai_chat.encode_request, openai_responses.encode_request, anthropic.encode_request, gemini.encode_request, bedrock.encode_request],
+    [
+        openai_chat.encode_request,
+        openai_responses.encode_request,
+        anthropic.encode_request,
+        gemini.encode_request,
+        bedrock.encode_request,
+    ],
 )
 def test_every_adapter_validates_before_encoding(encode):
     history = [ChatMessage.user("q"), ChatMessage.assistant(tool_calls=CALLS), ok("a")]

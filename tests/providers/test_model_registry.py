@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from tooluse import AnthropicBackend, BedrockBackend, GeminiBackend, OpenAIBackend, ScriptedBackend, load_model, register_model_prefix
+from tooluse import (
+    AnthropicBackend,
+    BedrockBackend,
+    GeminiBackend,
+    OpenAIBackend,
+    ScriptedBackend,
+    load_model,
+    register_model_prefix,
+)
 from tooluse.errors import BackendError
-from tooluse.providers import registered_model_prefixes
-from tooluse.providers import model_registry
+from tooluse.providers import model_registry, registered_model_prefixes
 
 
 def test_builtin_prefixes(monkeypatch):

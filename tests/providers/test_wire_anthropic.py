@@ -6,7 +6,14 @@ import logging
 
 import pytest
 
-from tooluse import ChatMessage, ProviderState, SamplingParams, ToolCall, ToolCallFinished, ToolResult
+from tooluse import (
+    ChatMessage,
+    ProviderState,
+    SamplingParams,
+    ToolCall,
+    ToolCallFinished,
+    ToolResult,
+)
 from tooluse.events import ArgumentsDelta, ReasoningDelta, TextDelta, ToolCallStarted
 from tooluse.providers import anthropic, openai_chat
 
@@ -35,7 +42,12 @@ def test_golden_request_batches_results_first_with_error_flag_and_replays_thinki
             "content": [
                 {"type": "thinking", "thinking": "Need both tools.", "signature": "sig-abc"},
                 {"type": "text", "text": "Checking."},
-                {"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {"city": "Paris"}},
+                {
+                    "type": "tool_use",
+                    "id": "call_1",
+                    "name": "get_weather",
+                    "input": {"city": "Paris"},
+                },
                 {"type": "tool_use", "id": "call_2", "name": "get_time", "input": {}},
             ],
         },
@@ -43,7 +55,12 @@ def test_golden_request_batches_results_first_with_error_flag_and_replays_thinki
             "role": "user",
             "content": [
                 {"type": "tool_result", "tool_use_id": "call_1", "content": "sunny"},
-                {"type": "tool_result", "tool_use_id": "call_2", "content": "error: clock offline", "is_error": True},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "call_2",
+                    "content": "error: clock offline",
+                    "is_error": True,
+                },
                 {"type": "text", "text": "Thanks. Anything else?"},
             ],
         },
@@ -52,14 +69,20 @@ def test_golden_request_batches_results_first_with_error_flag_and_replays_thinki
     assert body["tools"][0]["name"] == "get_weather"
     assert body["tools"][0]["input_schema"]["properties"]["city"]["type"] == "string"
     assert body["tools"][1]["input_schema"]["type"] == "object"
-    assert (body["max_tokens"], body["temperature"], body["model"]) == (256, 0.0, "claude-sonnet-4-5")
+    assert (body["max_tokens"], body["temperature"], body["model"]) == (
+        256,
+        0.0,
+        "claude-sonnet-4-5",
+    )
 
 
 def test_thinking_from_another_provider_or_model_is_dropped():
     other = ProviderState(provider="gemini", data={"thoughtSignature": "g"})
     body = anthropic.encode_request(conversation(other), [WEATHER, TIME], model="claude-sonnet-4-5")
     assert body["messages"][1]["content"][0] == {"type": "text", "text": "Checking."}
-    body = anthropic.encode_request(conversation(THINKING), [WEATHER, TIME], model="claude-opus-4-1")
+    body = anthropic.encode_request(
+        conversation(THINKING), [WEATHER, TIME], model="claude-opus-4-1"
+    )
     assert all(b["type"] != "thinking" for b in body["messages"][1]["content"])
 
 
@@ -73,7 +96,12 @@ def test_thinking_from_another_provider_or_model_is_dropped():
     ],
 )
 def test_tool_choice_mapping(choice, wire):
-    assert anthropic.encode_request([ChatMessage.user("x")], [WEATHER, TIME], tool_choice=choice)["tool_choice"] == wire
+    assert (
+        anthropic.encode_request([ChatMessage.user("x")], [WEATHER, TIME], tool_choice=choice)[
+            "tool_choice"
+        ]
+        == wire
+    )
 
 
 def test_none_choice_never_carries_disable_parallel():
@@ -123,7 +151,9 @@ def test_invalid_raw_arguments_go_as_an_empty_object():
     messages = [
         ChatMessage.user("x"),
         ChatMessage.assistant(tool_calls=[call]),
-        ChatMessage.tool_result(ToolResult.failure("c1", "get_weather", "arguments are not valid JSON")),
+        ChatMessage.tool_result(
+            ToolResult.failure("c1", "get_weather", "arguments are not valid JSON")
+        ),
     ]
     body = anthropic.encode_request(messages, [WEATHER])
     assert body["messages"][1]["content"][0]["input"] == {}
@@ -170,7 +200,11 @@ def test_golden_response_decode_and_round_trip_keeps_everything():
 
 
 def test_redacted_thinking_is_replayed_whole():
-    body = dict(GOLDEN_RESPONSE, content=[{"type": "redacted_thinking", "data": "opaque=="}, {"type": "text", "text": "hi"}], stop_reason="end_turn")
+    body = dict(
+        GOLDEN_RESPONSE,
+        content=[{"type": "redacted_thinking", "data": "opaque=="}, {"type": "text", "text": "hi"}],
+        stop_reason="end_turn",
+    )
     result = anthropic.decode_response(body, model="m")
     again = anthropic.encode_request([ChatMessage.user("q"), result.to_message()], [], model="m")
     assert again["messages"][1]["content"][0] == {"type": "redacted_thinking", "data": "opaque=="}
@@ -179,21 +213,71 @@ def test_redacted_thinking_is_replayed_whole():
 def test_stream_assembler_concatenates_input_json_deltas_by_block_index():
     events_in = [
         {"type": "message_start", "message": {"usage": {"input_tokens": 30, "output_tokens": 1}}},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hmm"}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "SIG"}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "thinking", "thinking": ""},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "hmm"},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "signature_delta", "signature": "SIG"},
+        },
         {"type": "content_block_stop", "index": 0},
         {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "On it."}},
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "text_delta", "text": "On it."},
+        },
         {"type": "content_block_stop", "index": 1},
-        {"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "toolu_9", "name": "get_weather", "input": {}}},
-        {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": ""}},
-        {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": '{"city": "Ly'}},
-        {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": 'on"}'}},
+        {
+            "type": "content_block_start",
+            "index": 2,
+            "content_block": {
+                "type": "tool_use",
+                "id": "toolu_9",
+                "name": "get_weather",
+                "input": {},
+            },
+        },
+        {
+            "type": "content_block_delta",
+            "index": 2,
+            "delta": {"type": "input_json_delta", "partial_json": ""},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 2,
+            "delta": {"type": "input_json_delta", "partial_json": '{"city": "Ly'},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 2,
+            "delta": {"type": "input_json_delta", "partial_json": 'on"}'},
+        },
         {"type": "content_block_stop", "index": 2},
-        {"type": "content_block_start", "index": 3, "content_block": {"type": "tool_use", "id": "toolu_10", "name": "get_time", "input": {}}},
+        {
+            "type": "content_block_start",
+            "index": 3,
+            "content_block": {
+                "type": "tool_use",
+                "id": "toolu_10",
+                "name": "get_time",
+                "input": {},
+            },
+        },
         {"type": "content_block_stop", "index": 3},
-        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 55}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use"},
+            "usage": {"output_tokens": 55},
+        },
         {"type": "message_stop"},
     ]
     assembler = anthropic.AnthropicStreamAssembler(model="m")

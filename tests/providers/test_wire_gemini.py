@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tooluse import ChatMessage, ParseError, ProviderState, SamplingParams, ToolCallFinished, ToolResult
+from tooluse import (
+    ChatMessage,
+    ParseError,
+    ProviderState,
+    SamplingParams,
+    ToolCallFinished,
+    ToolResult,
+)
 from tooluse.events import ReasoningDelta, TextDelta
 from tooluse.providers import anthropic, gemini
 
@@ -28,15 +35,34 @@ def test_golden_request_one_user_content_for_results_in_call_order():
             "role": "model",
             "parts": [
                 {"text": "Checking."},
-                {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}, "id": "call_1"}, "thoughtSignature": "c2lnLTE="},
+                {
+                    "functionCall": {
+                        "name": "get_weather",
+                        "args": {"city": "Paris"},
+                        "id": "call_1",
+                    },
+                    "thoughtSignature": "c2lnLTE=",
+                },
                 {"functionCall": {"name": "get_time", "args": {}, "id": "call_2"}},
             ],
         },
         {
             "role": "user",
             "parts": [
-                {"functionResponse": {"name": "get_weather", "response": {"output": "sunny"}, "id": "call_1"}},
-                {"functionResponse": {"name": "get_time", "response": {"error": "error: clock offline"}, "id": "call_2"}},
+                {
+                    "functionResponse": {
+                        "name": "get_weather",
+                        "response": {"output": "sunny"},
+                        "id": "call_1",
+                    }
+                },
+                {
+                    "functionResponse": {
+                        "name": "get_time",
+                        "response": {"error": "error: clock offline"},
+                        "id": "call_2",
+                    }
+                },
                 {"text": "Thanks. Anything else?"},
             ],
         },
@@ -53,9 +79,13 @@ def test_golden_request_one_user_content_for_results_in_call_order():
 
 
 def test_signature_dropped_for_other_model_or_provider():
-    body = gemini.encode_request(conversation(call_state=SIG), [WEATHER, TIME], model="gemini-2.5-flash")
+    body = gemini.encode_request(
+        conversation(call_state=SIG), [WEATHER, TIME], model="gemini-2.5-flash"
+    )
     assert all("thoughtSignature" not in p for p in body["contents"][1]["parts"])
-    anth = anthropic.encode_request(conversation(call_state=SIG), [WEATHER, TIME], model="gemini-3-pro")
+    anth = anthropic.encode_request(
+        conversation(call_state=SIG), [WEATHER, TIME], model="gemini-3-pro"
+    )
     assert "c2lnLTE=" not in str(anth)
 
 
@@ -80,7 +110,10 @@ GOLDEN_RESPONSE = {
                 "role": "model",
                 "parts": [
                     {"text": "Planning the lookups.", "thought": True},
-                    {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "U0lHMQ=="},
+                    {
+                        "functionCall": {"name": "get_weather", "args": {"city": "Paris"}},
+                        "thoughtSignature": "U0lHMQ==",
+                    },
                     {"functionCall": {"name": "get_time", "args": {}}},
                 ],
             },
@@ -108,7 +141,10 @@ def test_golden_response_decode_mints_ids_and_round_trip_never_sends_them():
     model_parts = body["contents"][1]["parts"]
     # Unsigned thought text is not sent back; the signature stays on the call it came with.
     assert model_parts == [
-        {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "U0lHMQ=="},
+        {
+            "functionCall": {"name": "get_weather", "args": {"city": "Paris"}},
+            "thoughtSignature": "U0lHMQ==",
+        },
         {"functionCall": {"name": "get_time", "args": {}}},
     ]
     responses = [p["functionResponse"] for p in body["contents"][2]["parts"]]
@@ -118,15 +154,30 @@ def test_golden_response_decode_mints_ids_and_round_trip_never_sends_them():
     ]
     # Minted ids still pair calls and results for a provider that needs ids.
     sent = anthropic.encode_request(history, [WEATHER, TIME])
-    assert sent["messages"][1]["content"][0]["id"] == sent["messages"][2]["content"][0]["tool_use_id"]
+    assert (
+        sent["messages"][1]["content"][0]["id"] == sent["messages"][2]["content"][0]["tool_use_id"]
+    )
 
 
 def test_ids_sent_by_gemini_are_echoed():
-    body = {"candidates": [{"content": {"parts": [{"functionCall": {"id": "fc-7", "name": "get_time", "args": {}}}]}, "finishReason": "STOP"}]}
+    body = {
+        "candidates": [
+            {
+                "content": {
+                    "parts": [{"functionCall": {"id": "fc-7", "name": "get_time", "args": {}}}]
+                },
+                "finishReason": "STOP",
+            }
+        ]
+    }
     call = gemini.decode_response(body).tool_calls[0]
     assert call.id == "fc-7" and not call.synthetic_id
     sent = gemini.encode_request(
-        [ChatMessage.user("q"), gemini.decode_response(body).to_message(), ChatMessage.tool_result(ToolResult.success("fc-7", "get_time", "1"))],
+        [
+            ChatMessage.user("q"),
+            gemini.decode_response(body).to_message(),
+            ChatMessage.tool_result(ToolResult.success("fc-7", "get_time", "1")),
+        ],
         [TIME],
     )
     assert sent["contents"][2]["parts"][0]["functionResponse"]["id"] == "fc-7"
@@ -140,20 +191,52 @@ def test_blocked_prompt_is_content_filter():
 def test_stream_chunks_append_whole_calls_and_flag_malformed_calls():
     assembler = gemini.GeminiStreamAssembler(model="g")
     chunks = [
-        {"candidates": [{"content": {"role": "model", "parts": [{"text": "hm", "thought": True}]}}]},
+        {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"text": "hm", "thought": True}]}}
+            ]
+        },
         {"candidates": [{"content": {"role": "model", "parts": [{"text": "Sure, "}]}}]},
-        {"candidates": [{"content": {"role": "model", "parts": [{"text": "calling."}, {"functionCall": {"name": "get_weather", "args": {"city": "Kyiv"}}}]}}]},
-        {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "get_time", "args": {}}}]}, "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 9}},
+        {
+            "candidates": [
+                {
+                    "content": {
+                        "role": "model",
+                        "parts": [
+                            {"text": "calling."},
+                            {"functionCall": {"name": "get_weather", "args": {"city": "Kyiv"}}},
+                        ],
+                    }
+                }
+            ]
+        },
+        {
+            "candidates": [
+                {
+                    "content": {
+                        "role": "model",
+                        "parts": [{"functionCall": {"name": "get_time", "args": {}}}],
+                    },
+                    "finishReason": "STOP",
+                }
+            ],
+            "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 9},
+        },
     ]
     events = [e for c in chunks for e in assembler.feed(c)]
     _, result = assembler.finish()
     assert [e.text for e in events if isinstance(e, ReasoningDelta)] == ["hm"]
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Sure, calling."
-    assert [e.call.name for e in events if isinstance(e, ToolCallFinished)] == ["get_weather", "get_time"]
+    assert [e.call.name for e in events if isinstance(e, ToolCallFinished)] == [
+        "get_weather",
+        "get_time",
+    ]
     assert [e.index for e in events if isinstance(e, ToolCallFinished)] == [0, 1]
     assert result.text == "Sure, calling." and result.finish_reason == "tool_calls"
     assert result.usage.output_tokens == 9
     bad = gemini.GeminiStreamAssembler()
-    flagged = bad.feed({"candidates": [{"finishReason": "MALFORMED_FUNCTION_CALL", "finishMessage": "bad json"}]})
+    flagged = bad.feed(
+        {"candidates": [{"finishReason": "MALFORMED_FUNCTION_CALL", "finishMessage": "bad json"}]}
+    )
     assert isinstance(flagged[0], ParseError) and flagged[0].raw == "bad json"
     assert bad.finish()[1].finish_reason == "malformed_tool_call"

@@ -30,7 +30,9 @@ def test_golden_request_with_parallel_calls_error_result_and_reasoning():
     body = openai_chat.encode_request(
         conversation(state),
         [WEATHER, TIME],
-        SamplingParams(temperature=0.2, max_tokens=100, stop=("END",), seed=7, parallel_tool_calls=True),
+        SamplingParams(
+            temperature=0.2, max_tokens=100, stop=("END",), seed=7, parallel_tool_calls=True
+        ),
         "auto",
         model="gpt-4o",
     )
@@ -41,8 +43,16 @@ def test_golden_request_with_parallel_calls_error_result_and_reasoning():
             "role": "assistant",
             "content": "Checking.",
             "tool_calls": [
-                {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}},
-                {"id": "call_2", "type": "function", "function": {"name": "get_time", "arguments": "{}"}},
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                },
+                {
+                    "id": "call_2",
+                    "type": "function",
+                    "function": {"name": "get_time", "arguments": "{}"},
+                },
             ],
         },
         {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
@@ -55,7 +65,12 @@ def test_golden_request_with_parallel_calls_error_result_and_reasoning():
     assert body["tools"][0]["function"]["parameters"]["properties"]["city"]["type"] == "string"
     assert body["tools"][1]["function"]["parameters"]["type"] == "object"
     assert body["tools"][1]["function"]["parameters"].get("properties", {}) == {}
-    assert (body["temperature"], body["max_tokens"], body["stop"], body["seed"]) == (0.2, 100, ["END"], 7)
+    assert (body["temperature"], body["max_tokens"], body["stop"], body["seed"]) == (
+        0.2,
+        100,
+        ["END"],
+        7,
+    )
     assert body["parallel_tool_calls"] is True and body["tool_choice"] == "auto"
 
 
@@ -120,9 +135,21 @@ def test_golden_response_decode():
                     "role": "assistant",
                     "content": None,
                     "tool_calls": [
-                        {"id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Oslo"}'}},
-                        {"id": "call_b", "type": "function", "function": {"name": "get_time", "arguments": "null"}},
-                        {"id": "call_c", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Ro'}},
+                        {
+                            "id": "call_a",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": '{"city":"Oslo"}'},
+                        },
+                        {
+                            "id": "call_b",
+                            "type": "function",
+                            "function": {"name": "get_time", "arguments": "null"},
+                        },
+                        {
+                            "id": "call_c",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": '{"city": "Ro'},
+                        },
                     ],
                 },
                 "finish_reason": "tool_calls",
@@ -143,7 +170,10 @@ def test_golden_response_decode():
 def test_reasoning_content_of_compatible_servers_is_kept():
     body = {
         "choices": [
-            {"message": {"role": "assistant", "content": "42", "reasoning_content": "think"}, "finish_reason": "stop"}
+            {
+                "message": {"role": "assistant", "content": "42", "reasoning_content": "think"},
+                "finish_reason": "stop",
+            }
         ]
     }
     result = openai_chat.decode_response(body)
@@ -154,7 +184,12 @@ def test_dict_arguments_and_missing_ids_from_ollama_style_servers():
     body = {
         "choices": [
             {
-                "message": {"role": "assistant", "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Lima"}}}]},
+                "message": {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"function": {"name": "get_weather", "arguments": {"city": "Lima"}}}
+                    ],
+                },
                 "finish_reason": "tool_calls",
             }
         ]
@@ -171,16 +206,38 @@ def test_stream_with_constant_index_starts_new_call_on_new_id():
     assembler = openai_chat.ChatStreamAssembler()
     events = []
     for c in [
-        chunk({"tool_calls": [{"index": 0, "id": "a1", "function": {"name": "get_time", "arguments": ""}}]}),
+        chunk(
+            {
+                "tool_calls": [
+                    {"index": 0, "id": "a1", "function": {"name": "get_time", "arguments": ""}}
+                ]
+            }
+        ),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
-        chunk({"tool_calls": [{"index": 0, "id": "b2", "function": {"name": "get_weather", "arguments": '{"city":'}}]}),
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "b2",
+                        "function": {"name": "get_weather", "arguments": '{"city":'},
+                    }
+                ]
+            }
+        ),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"Nice"}'}}]}),
         chunk({}, "tool_calls"),
     ]:
         events += assembler.feed(c)
     closing, result = assembler.finish()
-    assert [(e.index, e.id) for e in events if isinstance(e, ToolCallStarted)] == [(0, "a1"), (1, "b2")]
-    assert [e.call.arguments for e in closing if isinstance(e, ToolCallFinished)] == [{}, {"city": "Nice"}]
+    assert [(e.index, e.id) for e in events if isinstance(e, ToolCallStarted)] == [
+        (0, "a1"),
+        (1, "b2"),
+    ]
+    assert [e.call.arguments for e in closing if isinstance(e, ToolCallFinished)] == [
+        {},
+        {"city": "Nice"},
+    ]
     assert [c.id for c in result.tool_calls] == ["a1", "b2"]
 
 
@@ -188,19 +245,26 @@ def test_stream_without_index_routes_fragments_to_the_current_call():
     assembler = openai_chat.ChatStreamAssembler()
     events = []
     for c in [
-        chunk({"tool_calls": [{"id": "x", "function": {"name": "get_weather", "arguments": '{"ci'}}]}),
+        chunk(
+            {"tool_calls": [{"id": "x", "function": {"name": "get_weather", "arguments": '{"ci'}}]}
+        ),
         chunk({"tool_calls": [{"function": {"arguments": 'ty":"Bern"}'}}]}),
         chunk({"tool_calls": [{"id": "y", "function": {"name": "get_time", "arguments": ""}}]}),
     ]:
         events += assembler.feed(c)
     _, result = assembler.finish()
     assert [(c.id, c.arguments) for c in result.tool_calls] == [("x", {"city": "Bern"}), ("y", {})]
-    assert "".join(e.text for e in events if isinstance(e, ArgumentsDelta) and e.index == 0) == '{"city":"Bern"}'
+    assert (
+        "".join(e.text for e in events if isinstance(e, ArgumentsDelta) and e.index == 0)
+        == '{"city":"Bern"}'
+    )
 
 
 def test_stream_call_without_id_gets_one_synthetic_id_in_both_events():
     assembler = openai_chat.ChatStreamAssembler()
-    started = assembler.feed(chunk({"tool_calls": [{"index": 0, "function": {"name": "get_time", "arguments": "{}"}}]}))
+    started = assembler.feed(
+        chunk({"tool_calls": [{"index": 0, "function": {"name": "get_time", "arguments": "{}"}}]})
+    )
     closing, result = assembler.finish()
     assert started[0].id == closing[0].call.id == result.tool_calls[0].id != ""
     assert result.tool_calls[0].synthetic_id

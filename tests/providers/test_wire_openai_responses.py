@@ -15,14 +15,24 @@ def test_golden_request_items_in_order_with_reasoning_item_and_fc_ids():
     state = ProviderState(provider="openai", model="o4-mini", data=REASONING_ITEM)
     call_state = ProviderState(provider="openai", model="o4-mini", data={"item_id": "fc_9"})
     body = openai_responses.encode_request(
-        conversation(state, call_state), [WEATHER, TIME], SamplingParams(max_tokens=99), "get_time", model="o4-mini"
+        conversation(state, call_state),
+        [WEATHER, TIME],
+        SamplingParams(max_tokens=99),
+        "get_time",
+        model="o4-mini",
     )
     assert body["input"] == [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Weather in Paris and the time?"},
         REASONING_ITEM,
         {"role": "assistant", "content": "Checking."},
-        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}', "id": "fc_9"},
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "get_weather",
+            "arguments": '{"city":"Paris"}',
+            "id": "fc_9",
+        },
         {"type": "function_call", "call_id": "call_2", "name": "get_time", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
         {"type": "function_call_output", "call_id": "call_2", "output": "error: clock offline"},
@@ -44,9 +54,29 @@ GOLDEN_RESPONSE = {
     "object": "response",
     "status": "completed",
     "output": [
-        {"type": "reasoning", "id": "rs_7", "summary": [{"type": "summary_text", "text": "Plan."}], "encrypted_content": "enc", "status": "completed"},
-        {"type": "function_call", "id": "fc_1", "call_id": "call_X", "name": "get_weather", "arguments": '{"city":"Accra"}', "status": "completed"},
-        {"type": "function_call", "id": "fc_2", "call_id": "call_Y", "name": "get_time", "arguments": "", "status": "completed"},
+        {
+            "type": "reasoning",
+            "id": "rs_7",
+            "summary": [{"type": "summary_text", "text": "Plan."}],
+            "encrypted_content": "enc",
+            "status": "completed",
+        },
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_X",
+            "name": "get_weather",
+            "arguments": '{"city":"Accra"}',
+            "status": "completed",
+        },
+        {
+            "type": "function_call",
+            "id": "fc_2",
+            "call_id": "call_Y",
+            "name": "get_time",
+            "arguments": "",
+            "status": "completed",
+        },
     ],
     "usage": {"input_tokens": 40, "output_tokens": 22, "total_tokens": 62},
 }
@@ -55,7 +85,10 @@ GOLDEN_RESPONSE = {
 def test_golden_response_decode_and_round_trip():
     result = openai_responses.decode_response(GOLDEN_RESPONSE, model="o4-mini")
     assert result.finish_reason == "tool_calls" and result.reasoning == "Plan."
-    assert [(c.id, c.arguments) for c in result.tool_calls] == [("call_X", {"city": "Accra"}), ("call_Y", {})]
+    assert [(c.id, c.arguments) for c in result.tool_calls] == [
+        ("call_X", {"city": "Accra"}),
+        ("call_Y", {}),
+    ]
     history = [
         ChatMessage.user("q"),
         result.to_message(),
@@ -63,7 +96,12 @@ def test_golden_response_decode_and_round_trip():
         ChatMessage.tool_result(ToolResult.failure("call_Y", "get_time", "n/a")),
     ]
     items = openai_responses.encode_request(history, [WEATHER, TIME], model="o4-mini")["input"]
-    assert items[1] == {"type": "reasoning", "id": "rs_7", "summary": [{"type": "summary_text", "text": "Plan."}], "encrypted_content": "enc"}
+    assert items[1] == {
+        "type": "reasoning",
+        "id": "rs_7",
+        "summary": [{"type": "summary_text", "text": "Plan."}],
+        "encrypted_content": "enc",
+    }
     assert [i.get("id") for i in items[2:4]] == ["fc_1", "fc_2"]
     assert items[5]["output"].startswith("error:")
     # Chat Completions gets the same calls without the Responses-only state.
@@ -72,7 +110,12 @@ def test_golden_response_decode_and_round_trip():
 
 
 def test_incomplete_response_is_length():
-    body = dict(GOLDEN_RESPONSE, status="incomplete", incomplete_details={"reason": "max_output_tokens"}, output=[])
+    body = dict(
+        GOLDEN_RESPONSE,
+        status="incomplete",
+        incomplete_details={"reason": "max_output_tokens"},
+        output=[],
+    )
     assert openai_responses.decode_response(body).finish_reason == "length"
 
 
@@ -82,17 +125,53 @@ def test_stream_events():
         {"type": "response.output_item.added", "output_index": 0, "item": {"type": "message"}},
         {"type": "response.output_text.delta", "output_index": 0, "delta": "Hel"},
         {"type": "response.output_text.delta", "output_index": 0, "delta": "lo"},
-        {"type": "response.output_item.added", "output_index": 1, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_X", "name": "get_weather", "arguments": ""}},
-        {"type": "response.function_call_arguments.delta", "output_index": 1, "item_id": "fc_1", "delta": '{"city":'},
-        {"type": "response.function_call_arguments.delta", "output_index": 1, "item_id": "fc_1", "delta": '"Lagos"}'},
-        {"type": "response.output_item.done", "output_index": 1, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_X", "name": "get_weather", "arguments": '{"city":"Lagos"}'}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 1,
+            "item": {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "call_X",
+                "name": "get_weather",
+                "arguments": "",
+            },
+        },
+        {
+            "type": "response.function_call_arguments.delta",
+            "output_index": 1,
+            "item_id": "fc_1",
+            "delta": '{"city":',
+        },
+        {
+            "type": "response.function_call_arguments.delta",
+            "output_index": 1,
+            "item_id": "fc_1",
+            "delta": '"Lagos"}',
+        },
+        {
+            "type": "response.output_item.done",
+            "output_index": 1,
+            "item": {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "call_X",
+                "name": "get_weather",
+                "arguments": '{"city":"Lagos"}',
+            },
+        },
         {
             "type": "response.completed",
             "response": {
                 "status": "completed",
                 "output": [
                     {"type": "message", "content": [{"type": "output_text", "text": "Hello"}]},
-                    {"type": "function_call", "id": "fc_1", "call_id": "call_X", "name": "get_weather", "arguments": '{"city":"Lagos"}'},
+                    {
+                        "type": "function_call",
+                        "id": "fc_1",
+                        "call_id": "call_X",
+                        "name": "get_weather",
+                        "arguments": '{"city":"Lagos"}',
+                    },
                 ],
                 "usage": {"input_tokens": 3, "output_tokens": 8},
             },
@@ -104,5 +183,11 @@ def test_stream_events():
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello"
     assert [e.id for e in events if isinstance(e, ToolCallStarted)] == ["call_X"]
     assert "".join(e.text for e in events if isinstance(e, ArgumentsDelta)) == '{"city":"Lagos"}'
-    assert [e.call.arguments for e in events if isinstance(e, ToolCallFinished)] == [{"city": "Lagos"}]
-    assert result.text == "Hello" and result.tool_calls[0].id == "call_X" and result.usage.output_tokens == 8
+    assert [e.call.arguments for e in events if isinstance(e, ToolCallFinished)] == [
+        {"city": "Lagos"}
+    ]
+    assert (
+        result.text == "Hello"
+        and result.tool_calls[0].id == "call_X"
+        and result.usage.output_tokens == 8
+    )

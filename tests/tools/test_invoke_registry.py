@@ -109,7 +109,9 @@ class Calculator(Tool):
                 "description": "Evaluate a basic arithmetic expression and return the result.",
                 "parameters": {
                     "type": "object",
-                    "properties": {"expression": {"type": "string", "description": "e.g. '2 * (3 + 4)'"}},
+                    "properties": {
+                        "expression": {"type": "string", "description": "e.g. '2 * (3 + 4)'"}
+                    },
                     "required": ["expression"],
                 },
             },
@@ -297,7 +299,10 @@ def _openai_style_response(calls: list[tuple[str, str, Any]]) -> dict:
                         {
                             "id": cid,
                             "type": "function",
-                            "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
+                            "function": {
+                                "name": name,
+                                "arguments": args if isinstance(args, str) else json.dumps(args),
+                            },
                         }
                         for cid, name, args in calls
                     ],
@@ -347,14 +352,21 @@ async def test_acall_tools_runs_async_tools_in_parallel():
         return name
 
     manager.register(gate)
-    calls = [ToolCall(id="a", name="gate", arguments={"name": "a"}), ToolCall(id="b", name="gate", arguments={"name": "b"})]
-    results = await asyncio.wait_for(manager.acall_tools(Agent(1), GenerationResult(tool_calls=tuple(calls))), 10)
+    calls = [
+        ToolCall(id="a", name="gate", arguments={"name": "a"}),
+        ToolCall(id="b", name="gate", arguments={"name": "b"}),
+    ]
+    results = await asyncio.wait_for(
+        manager.acall_tools(Agent(1), GenerationResult(tool_calls=tuple(calls))), 10
+    )
     assert [r["response"] for r in results] == ["a", "b"]
 
 
 async def test_call_tools_inside_a_running_loop():
     manager = _manager()
-    results = manager.call_tools(Agent(2), [ToolCall(id="x", name="wait_and_report", arguments={"seconds": 0})])
+    results = manager.call_tools(
+        Agent(2), [ToolCall(id="x", name="wait_and_report", arguments={"seconds": 0})]
+    )
     assert results[0]["response"] == "2 waited 0.0"
 
 

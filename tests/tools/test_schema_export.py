@@ -169,9 +169,9 @@ def test_strict_falls_back_for_free_form_mappings_and_reports_why():
     export = t.export("openai", strict=True)
     assert export.strict is False
     assert export.schema["function"]["strict"] is False
-    assert export.schema["function"]["parameters"]["properties"]["counts"]["additionalProperties"] == {
-        "type": "integer"
-    }
+    assert export.schema["function"]["parameters"]["properties"]["counts"][
+        "additionalProperties"
+    ] == {"type": "integer"}
     assert any(c.keyword == "strict" and "free-form" in c.detail for c in export.dropped)
 
 

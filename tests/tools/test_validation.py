@@ -63,13 +63,17 @@ def test_empty_arguments_mean_no_arguments(raw):
 def test_dict_and_json_text_validate_the_same():
     a = TOOL.validate_arguments({"city": "Paris", "nights": 2})
     b = TOOL.validate_arguments('{"city": "Paris", "nights": 2}')
-    assert a == b == {
-        "city": "Paris",
-        "nights": 2,
-        "units": "celsius",
-        "tags": None,
-        "breakfast": False,
-    }
+    assert (
+        a
+        == b
+        == {
+            "city": "Paris",
+            "nights": 2,
+            "units": "celsius",
+            "tags": None,
+            "breakfast": False,
+        }
+    )
 
 
 def test_double_encoded_json_is_decoded_and_reported():
@@ -261,7 +265,9 @@ _SCHEMAS = [
             "d": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 4},
             "e": {"$ref": "#/$defs/E"},
         },
-        "$defs": {"E": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}},
+        "$defs": {
+            "E": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+        },
     },
 ]
 
@@ -271,12 +277,16 @@ json_values = st.recursive(
     | st.integers(-20, 20)
     | st.floats(-20, 20, allow_nan=False)
     | st.sampled_from(["", "abc", "celsius", "ABCDE", "1", "Paris"]),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.sampled_from(["x", "max", "y"]), children, max_size=2),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(["x", "max", "y"]), children, max_size=2)
+    ),
     max_leaves=6,
 )
 arguments = st.dictionaries(
-    st.sampled_from(["location", "unit", "days", "coords", "filters", "a", "b", "c", "d", "e", "zz"]),
+    st.sampled_from(
+        ["location", "unit", "days", "coords", "filters", "a", "b", "c", "d", "e", "zz"]
+    ),
     json_values,
     max_size=5,
 )

@@ -7,7 +7,6 @@ parallel with per-tool timeouts, a concurrency bound and cooperative cancellatio
 from tooluse.execution.local import (
     DEFAULT_MAX_OUTPUT_CHARS,
     AfterHook,
-    AsyncToolExecutor,
     BeforeHook,
     CancellationToken,
     SimpleToolExecutor,
@@ -16,6 +15,7 @@ from tooluse.execution.local import (
     run_coroutine_blocking,
     truncate_output,
 )
+from tooluse.execution.parallel import AsyncToolExecutor
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_CHARS",

@@ -214,14 +214,16 @@ class _Connection:
         """Stop the server; never raises (a broken connection is closed as best it can be)."""
         self._stop.set()
         task, self._task = self._task, None
-        if task is not None and not task.done():
-            try:
-                # The SDK bounds its own shutdown (stdin close, SIGTERM, SIGKILL: ~6 s at most).
-                await asyncio.wait_for(asyncio.shield(task), timeout=15)
-            except BaseException:  # the task's own failure is not the caller's problem here
+        if task is not None:
+            if not task.done() and not self._ready.is_set():
+                task.cancel()  # still in the handshake: there is no session to end politely
+            # The SDK bounds its own shutdown (stdin close, SIGTERM, SIGKILL: ~6 s at most);
+            # asyncio.wait neither raises the task's error nor cancels it on our cancellation.
+            await asyncio.wait({task}, timeout=15)
+            if not task.done():
                 task.cancel()
-        elif task is not None and not task.cancelled():
-            task.exception()  # mark it retrieved
+            elif not task.cancelled():
+                task.exception()  # retrieved: a failed connection is reported elsewhere
         self.client = None
         if not keep_stderr:
             self._release_stderr()

@@ -268,7 +268,9 @@ class StreamMachine:
         index, cid = self._start_call(name, call_id)
         args, raw_args, _ = normalise_arguments(arguments, raw_arguments)
         if arguments_text is None:
-            arguments_text = ToolCall(name=name, arguments=args, raw_arguments=raw_args).arguments_json()
+            arguments_text = ToolCall(
+                name=name, arguments=args, raw_arguments=raw_args
+            ).arguments_json()
         self._emit_arguments(index, arguments_text)
         self._finish_call(
             index, cid, name, arguments, raw_arguments=raw_arguments, raw=raw, problem=problem

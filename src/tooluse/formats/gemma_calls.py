@@ -29,8 +29,8 @@ class _CallObjectMachine(StreamMachine):
     call_open = "<start_function_call>"
     call_close = "<end_function_call>"
     quote = "<escape>"
-    think_open = None
-    think_close = None
+    think_open: str | None = None
+    think_close: str | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -97,7 +97,10 @@ class _CallObjectMachine(StreamMachine):
             arguments = parse_loose_value(body)
         except LiteralSyntaxError as exc:
             self._whole_call(
-                name, None, raw_arguments=body, raw=raw,
+                name,
+                None,
+                raw_arguments=body,
+                raw=raw,
                 problem=problem or f"arguments of {name!r} cannot be read: {exc}",
             )
             return

@@ -27,11 +27,13 @@ RETURN, CALL = "<|return|>", "<|call|>"
 
 _CHANNEL_RE = re.compile(r"<\|channel\|>\s*([A-Za-z_]+)")
 _RECIPIENT_RE = re.compile(r"\bto=([^\s<]+)")
+_WS = re.compile(r"[ \t\r\n]*")
+_ENDS = (CALL, END, RETURN, START)
 
 
 class _HarmonyMachine(JsonCallMachine):
-    think_open = None
-    think_close = None
+    think_open: str | None = None
+    think_close: str | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -96,13 +98,15 @@ class _HarmonyMachine(JsonCallMachine):
             self._end_invalid(raw)
             self._state = "after"
             return True
-        # "after" a call's arguments: the message's end marker
-        found = self._body_end.find(self._buf, self._pos, self._final)
-        if found.marker is not None and not self._buf[self._pos : found.text_end].strip():
-            self._pos = found.text_end
-            self._end_message(found.marker, found.marker_end)
-            return True
-        if found.marker is None and not self._final and not self._remaining().strip():
+        # "after" a call's arguments: the message's end marker, if it follows
+        match = _WS.match(self._buf, self._pos)
+        end = match.end() if match else self._pos
+        rest = self._buf[end : end + 12]
+        for marker in (CALL, END, RETURN, START):
+            if rest.startswith(marker):
+                self._end_message(marker, end + len(marker))
+                return True
+        if not self._final and end - self._pos <= 64 and any(m.startswith(rest) for m in _ENDS):
             return False
         self._state = "outside"
         return True

@@ -123,7 +123,12 @@ class JsonCallMachine(StreamMachine):
             # they are complete. A call cut off by the end of output keeps only the raw text.
             value = partial if scanner.terminated_by is not None else None
             self._finish_call(
-                index, cid, name, value, raw_arguments=partial, raw=raw,
+                index,
+                cid,
+                name,
+                value,
+                raw_arguments=partial,
+                raw=raw,
                 problem=_cut_message(scanner),
             )
         else:
@@ -148,7 +153,12 @@ class JsonCallMachine(StreamMachine):
             index, cid, name = self._current
             self._current, self._args_only = None, None
             self._finish_call(
-                index, cid, name, None, raw_arguments=raw_body, raw=raw,
+                index,
+                cid,
+                name,
+                None,
+                raw_arguments=raw_body,
+                raw=raw,
                 problem=f"arguments of {name!r} are not a JSON object",
             )
             return
@@ -159,7 +169,12 @@ class JsonCallMachine(StreamMachine):
             value = decode_arguments(text)
         except LiteralSyntaxError as exc:
             self._finish_call(
-                index, cid, name, None, raw_arguments=text, raw=raw,
+                index,
+                cid,
+                name,
+                None,
+                raw_arguments=text,
+                raw=raw,
                 problem=f"arguments of {name!r} are not valid JSON: {exc}",
             )
             return
@@ -190,24 +205,32 @@ class JsonCallMachine(StreamMachine):
 
     def json_call_end(self, raw_call: str, raw_arguments: str | None, streamed: bool) -> None:
         raw = raw_call if not self._prefix else self._prefix + raw_call
+        problem: str | None = None
         try:
             obj = decode_arguments(raw_call)
         except LiteralSyntaxError as exc:
             obj, problem = None, f"tool call is not valid JSON: {exc}"
-        else:
-            problem = None
-        name, arguments, shape_problem = call_from_object(obj) if obj is not None else (None, None, None)
+        name, arguments, shape_problem = (
+            call_from_object(obj) if obj is not None else (None, None, None)
+        )
         current, self._current = self._current, None
         if current is not None:
             index, cid, started_name = current
             if name is None:
                 fallback = raw_arguments if raw_arguments is not None else None
                 self._finish_call(
-                    index, cid, started_name, fallback, raw_arguments=fallback, raw=raw,
+                    index,
+                    cid,
+                    started_name,
+                    fallback,
+                    raw_arguments=fallback,
+                    raw=raw,
                     problem=problem or shape_problem,
                 )
             else:
-                self._finish_call(index, cid, started_name, arguments, raw_arguments=raw_arguments, raw=raw)
+                self._finish_call(
+                    index, cid, started_name, arguments, raw_arguments=raw_arguments, raw=raw
+                )
             return
         if name is None:
             self._not_a_call(raw_call, problem or shape_problem or "not a tool call")

@@ -83,8 +83,8 @@ class _JsonFormatMachine(JsonCallMachine):
 
 
 class _LlamaMachine(_JsonFormatMachine):
-    think_open = None
-    think_close = None
+    think_open: str | None = None
+    think_close: str | None = None
     _ends = ("<|eom_id|>", "<|eot_id|>")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -272,7 +272,9 @@ class _MistralV11Machine(_MistralMachine):
                 self._raw_terminators = self._terminators
                 self._after_raw = "after"
             else:
-                self._error("[TOOL_CALLS] is not followed by a tool name and [ARGS]", "[TOOL_CALLS]" + text)
+                self._error(
+                    "[TOOL_CALLS] is not followed by a tool name and [ARGS]", "[TOOL_CALLS]" + text
+                )
                 self._state = "text" if marker is None else "name"
             return True
         if self._state == "call_id":

@@ -81,7 +81,9 @@ class JsonScanner:
         self.sink = sink
         self.calls = calls
         self.terminators = terminators
-        self._term_first = frozenset(m[0] for m in terminators.markers) if terminators else frozenset()
+        self._term_first = (
+            frozenset(m[0] for m in terminators.markers) if terminators else frozenset()
+        )
         self.started = False
         self.done = False
         #: A terminator marker met outside strings before the value closed.

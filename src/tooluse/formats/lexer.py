@@ -55,7 +55,9 @@ class MarkerSet:
             return MarkerMatch(text_end=start, marker=marker, marker_end=match.end())
         if final:
             return MarkerMatch(text_end=len(text))
-        return MarkerMatch(text_end=len(text) - held_back_length(text, pos, self._prefixes, self._longest))
+        return MarkerMatch(
+            text_end=len(text) - held_back_length(text, pos, self._prefixes, self._longest)
+        )
 
 
 def held_back_length(text: str, pos: int, prefixes: frozenset[str], longest: int) -> int:

@@ -214,9 +214,14 @@ class _PythonicMachine(StreamMachine):
         rest = "".join(scanner.element).strip()
         raw = self._block_prefix + "".join(self._list_raw)
         self._error("list of tool calls was cut off before ']'", raw)
-        if rest:
-            self._emit_calls(rest, rest)
         self._state = "text"
+        if rest:
+            try:  # a last call complete up to its ')' is still usable
+                calls = parse_python_calls(rest)
+            except LiteralSyntaxError:
+                return
+            for name, arguments in calls:
+                self._whole_call(name, arguments, raw=rest)
 
     def _emit_calls(self, code: str, raw: str) -> None:
         try:
@@ -262,8 +267,8 @@ FENCE_OPEN, FENCE_CLOSE = "```tool_code", "```"
 
 
 class _ToolCodeMachine(StreamMachine):
-    think_open = None
-    think_close = None
+    think_open: str | None = None
+    think_close: str | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

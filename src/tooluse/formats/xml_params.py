@@ -272,7 +272,9 @@ class _Qwen3CoderMachine(StreamMachine):
             return
         index, cid, name = self._call
         self._emit_arguments(index, "}" if self._args else "{}")
-        self._finish_call(index, cid, name, dict(self._args), raw="".join(self._raw), problem=problem)
+        self._finish_call(
+            index, cid, name, dict(self._args), raw="".join(self._raw), problem=problem
+        )
         self._call = None
         self._raw = []
 

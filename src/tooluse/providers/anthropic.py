@@ -69,6 +69,7 @@ def encode_request(
     tool_choice: ToolChoice = "auto",
     *,
     model: str = "",
+    strict: bool = False,
     forced_choice_supported: bool = True,
 ) -> dict[str, Any]:
     """The Messages request body."""
@@ -99,7 +100,7 @@ def encode_request(
     body.update(params.extra)
     declared = tools_for_history(messages, tools)
     if declared:
-        body["tools"] = [tool_schema(t, "anthropic") for t in declared]
+        body["tools"] = [tool_schema(t, "anthropic", strict=strict) for t in declared]
         if tools:
             choice = _tool_choice(
                 normalize_tool_choice(tool_choice, tools),

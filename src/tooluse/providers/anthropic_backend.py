@@ -44,7 +44,9 @@ class AnthropicBackend(HTTPBackend):
         headers: dict[str, str] | None = None,
         forced_choice_supported: bool = True,
         capabilities: ModelCapabilities | None = None,
+        strict_tools: bool = False,
     ) -> None:
+        self.strict_tools = strict_tools
         base = base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_URL
         key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         if not key and base.rstrip("/") == ANTHROPIC_URL:
@@ -86,6 +88,7 @@ class AnthropicBackend(HTTPBackend):
             tool_choice,
             model=self.model,
             forced_choice_supported=self.forced_choice_supported,
+            strict=self.strict_tools,
         )
         if stream:
             body["stream"] = True

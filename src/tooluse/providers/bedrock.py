@@ -78,6 +78,7 @@ def encode_request(
     tool_choice: ToolChoice = "auto",
     *,
     model: str = "",
+    strict: bool = False,
 ) -> dict[str, Any]:
     """The Converse request body (the model id goes in the URL)."""
     wire_id = CallIdMapper("bedrock")
@@ -97,7 +98,9 @@ def encode_request(
         body["system"] = [{"text": system}]
     declared = tools_for_history(messages, tools)
     if declared:
-        config: dict[str, Any] = {"tools": [tool_schema(t, "bedrock") for t in declared]}
+        config: dict[str, Any] = {
+            "tools": [tool_schema(t, "bedrock", strict=strict) for t in declared]
+        }
         choice = normalize_tool_choice(tool_choice, tools) if tools else "none"
         if choice == "none":
             log.warning("Bedrock has no tool_choice 'none'; tools stay declared, choice omitted")

@@ -47,7 +47,9 @@ class BedrockBackend(HTTPBackend):
         max_retries: int = 2,
         retry: RetryPolicy | None = None,
         capabilities: ModelCapabilities | None = None,
+        strict_tools: bool = False,
     ) -> None:
+        self.strict_tools = strict_tools
         self.model = model
         self.region = (
             region
@@ -93,7 +95,9 @@ class BedrockBackend(HTTPBackend):
         *,
         stream: bool,
     ) -> tuple[str, dict[str, Any]]:
-        body = bedrock.encode_request(messages, tools, params, tool_choice, model=self.model)
+        body = bedrock.encode_request(
+            messages, tools, params, tool_choice, strict=self.strict_tools, model=self.model
+        )
         action = "converse-stream" if stream else "converse"
         return f"model/{quote(self.model, safe='')}/{action}", body
 

@@ -64,8 +64,12 @@ def encode_request(
     tool_choice: ToolChoice = "auto",
     *,
     model: str = "",
+    strict: bool = False,
 ) -> dict[str, Any]:
-    """The generateContent request body (the model goes in the URL, not the body)."""
+    """The generateContent request body (the model goes in the URL, not the body).
+
+    ``strict`` turns ``auto`` into mode ``VALIDATED`` (calls constrained to their schemas).
+    """
     wire_id = CallIdMapper("gemini")
     contents: list[dict[str, Any]] = []
     for turn in group_turns(messages):
@@ -90,7 +94,8 @@ def encode_request(
             if isinstance(choice, tuple):
                 config = {"mode": "ANY", "allowedFunctionNames": [choice[1]]}
             else:
-                config = {"mode": {"auto": "AUTO", "required": "ANY", "none": "NONE"}[choice]}
+                auto = "VALIDATED" if strict else "AUTO"
+                config = {"mode": {"auto": auto, "required": "ANY", "none": "NONE"}[choice]}
         body["toolConfig"] = {"functionCallingConfig": config}
     generation: dict[str, Any] = {}
     if params is not None:

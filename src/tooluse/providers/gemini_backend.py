@@ -38,7 +38,9 @@ class GeminiBackend(HTTPBackend):
         retry: RetryPolicy | None = None,
         headers: dict[str, str] | None = None,
         capabilities: ModelCapabilities | None = None,
+        strict_tools: bool = False,
     ) -> None:
+        self.strict_tools = strict_tools
         base = base_url or os.environ.get("GEMINI_BASE_URL") or GEMINI_URL
         key = api_key
         if key is None:
@@ -72,7 +74,9 @@ class GeminiBackend(HTTPBackend):
         *,
         stream: bool,
     ) -> tuple[str, dict[str, Any]]:
-        body = gemini.encode_request(messages, tools, params, tool_choice, model=self.model)
+        body = gemini.encode_request(
+            messages, tools, params, tool_choice, strict=self.strict_tools, model=self.model
+        )
         name = self.model if self.model.startswith("models/") else f"models/{self.model}"
         method = "streamGenerateContent?alt=sse" if stream else "generateContent"
         return f"{quote(name, safe='/')}:{method}", body

@@ -50,7 +50,9 @@ class OpenAIBackend(HTTPBackend):
         id_style: IdStyle = "openai",
         stream_usage: bool = True,
         capabilities: ModelCapabilities | None = None,
+        strict_tools: bool = False,
     ) -> None:
+        self.strict_tools = strict_tools
         base = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not key and base.rstrip("/") == OPENAI_URL:
@@ -87,13 +89,19 @@ class OpenAIBackend(HTTPBackend):
     ) -> tuple[str, dict[str, Any]]:
         if self.api == "responses":
             body = openai_responses.encode_request(
-                messages, tools, params, tool_choice, model=self.model
+                messages, tools, params, tool_choice, strict=self.strict_tools, model=self.model
             )
             if stream:
                 body["stream"] = True
             return "responses", body
         body = openai_chat.encode_request(
-            messages, tools, params, tool_choice, model=self.model, id_style=self.id_style
+            messages,
+            tools,
+            params,
+            tool_choice,
+            strict=self.strict_tools,
+            model=self.model,
+            id_style=self.id_style,
         )
         if stream:
             body["stream"] = True

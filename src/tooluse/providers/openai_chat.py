@@ -59,6 +59,7 @@ def encode_request(
     tool_choice: ToolChoice = "auto",
     *,
     model: str = "",
+    strict: bool = False,
     id_style: IdStyle = "openai",
 ) -> dict[str, Any]:
     """The Chat Completions request body."""
@@ -81,7 +82,7 @@ def encode_request(
     if model:
         body["model"] = model
     if tools:
-        body["tools"] = [tool_schema(t, "openai") for t in tools]
+        body["tools"] = [tool_schema(t, "openai", strict=strict) for t in tools]
         choice = normalize_tool_choice(tool_choice, tools)
         body["tool_choice"] = (
             {"type": "function", "function": {"name": choice[1]}}

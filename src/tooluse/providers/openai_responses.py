@@ -48,6 +48,7 @@ def encode_request(
     tool_choice: ToolChoice = "auto",
     *,
     model: str = "",
+    strict: bool = False,
 ) -> dict[str, Any]:
     """The Responses request body (stateless: the whole history goes in ``input``)."""
     wire_id = CallIdMapper("openai")
@@ -70,7 +71,7 @@ def encode_request(
     if model:
         body["model"] = model
     if tools:
-        body["tools"] = [tool_schema(t, "openai_responses") for t in tools]
+        body["tools"] = [tool_schema(t, "openai_responses", strict=strict) for t in tools]
         choice = normalize_tool_choice(tool_choice, tools)
         body["tool_choice"] = (
             {"type": "function", "name": choice[1]} if isinstance(choice, tuple) else choice

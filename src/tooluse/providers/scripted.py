@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Union
 
@@ -115,6 +115,17 @@ class ScriptedBackend:
             yield ToolCallStarted(index=index, name=call.name, id=call.id)
             yield ToolCallFinished(index=index, call=call)
         yield GenerationDone(result=result)
+
+    async def astream_with_tools(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> AsyncIterator[object]:
+        """Async :meth:`stream_with_tools`."""
+        for event in self.stream_with_tools(messages, tools, params, tool_choice):
+            yield event
 
 
 def _to_result(turn: ScriptedTurn) -> GenerationResult:

@@ -126,15 +126,16 @@ def normalize_tool_choice(choice: ToolChoice, tools: Sequence[ToolDefinition]) -
     return ("tool", choice)
 
 
-def tool_schema(tool: ToolDefinition, dialect: str) -> dict[str, Any]:
+def tool_schema(tool: ToolDefinition, dialect: str, *, strict: bool = False) -> dict[str, Any]:
     """The tool's definition in a provider dialect, from the definition's exporter when it has one.
 
     ``dialect`` is one of ``openai``, ``openai_responses``, ``anthropic``, ``gemini``, ``bedrock``.
+    ``strict`` asks for the provider's strict (grammar-constrained) form where it has one.
     """
     exporter = getattr(tool, f"to_{dialect}_schema", None)
     if callable(exporter):
         try:
-            exported = exporter()
+            exported = exporter(strict=True) if strict else exporter()
         except ImportError:  # exporter not available in this build; use the plain form below
             exported = None
         if isinstance(exported, dict):

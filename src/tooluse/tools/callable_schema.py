@@ -77,15 +77,18 @@ def _portable_typeddict(annotation: Any) -> Any:
         return annotation
     import typing_extensions as te
 
-    if type(annotation) is type(te.TypedDict("_Probe", {})):  # already portable
+    make_typeddict: Any = te.TypedDict
+    if type(annotation) is type(make_typeddict("_Probe", {})):  # already portable
         return annotation
     hints = typing.get_type_hints(annotation, include_extras=True)
     required = getattr(annotation, "__required_keys__", frozenset(hints))
     fields = {
-        k: te.Required[_portable_typeddict(v)] if k in required else te.NotRequired[_portable_typeddict(v)]
+        k: te.Required[_portable_typeddict(v)]
+        if k in required
+        else te.NotRequired[_portable_typeddict(v)]
         for k, v in hints.items()
     }
-    rebuilt = te.TypedDict(annotation.__name__, fields)  # type: ignore[operator]
+    rebuilt = make_typeddict(annotation.__name__, fields)
     rebuilt.__doc__ = annotation.__doc__
     return rebuilt
 
@@ -210,6 +213,8 @@ def callable_schema(
         ) from exc
     schema = clean_schema(schema)
     schema.setdefault("properties", {})
+    order = ("type", "properties", "required", "additionalProperties")
+    schema = {**{k: schema[k] for k in order if k in schema}, **schema}
     return CallableSchema(
         name=tool_name,
         description=description if description is not None else docstring_text(doc),

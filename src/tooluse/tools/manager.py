@@ -146,12 +146,14 @@ class ToolManager:
             names = list(selected_tools)
         return [self.definition(name).to_openai_schema() for name in names]
 
-    def call(self, name: str, arguments: Any) -> str:
-        """Run one tool with validated arguments (no agent); returns its output as text.
+    def call(self, name: str, arguments: Any, *, agent: Any = None) -> str:
+        """Run one tool with validated arguments; returns its output as text.
 
-        Raises :class:`ToolNotFoundError`, ``ToolArgumentError`` or what the tool raised.
+        ``agent`` is injected into tools that take one. Raises :class:`ToolNotFoundError`,
+        ``ToolArgumentError`` or what the tool raised.
         """
-        output = self.definition(name).invoke(arguments)
+        injected = {"agent": agent} if agent is not None else None
+        output = self.definition(name).invoke(arguments, injected=injected)
         return render_output(output)
 
     def _result(self, call: ToolCall, output: str, is_error: bool) -> dict[str, Any]:

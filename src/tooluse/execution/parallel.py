@@ -1,0 +1,256 @@
+"""``AsyncToolExecutor``: the calls of a batch in parallel, each under its own timeout.
+
+Coroutine tools run on the event loop, plain functions in worker threads, at most
+``max_concurrency`` at once. Every call gets exactly one result, also when the batch is
+cancelled through a :class:`CancellationToken`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import inspect
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tooluse.execution.local import (
+    DEFAULT_MAX_OUTPUT_CHARS,
+    AfterHook,
+    BeforeHook,
+    CancellationToken,
+    SimpleToolExecutor,
+    ToolsArg,
+    _Prepared,
+)
+from tooluse.messages import ToolCall, ToolResult
+
+__all__ = ["AsyncToolExecutor"]
+
+
+class AsyncToolExecutor(SimpleToolExecutor):
+    """Runs the calls of a batch in parallel, each under its own timeout.
+
+    Coroutine tools run on the event loop; plain functions run in worker threads (so one slow
+    sync tool does not block the others). ``max_concurrency`` bounds how many calls of a batch
+    run at once (``None``: all). ``timeout`` defaults to 30 s per call.
+    """
+
+    def __init__(
+        self,
+        tools: ToolsArg | None = None,
+        *,
+        timeout: float | None = 30.0,
+        timeouts: Mapping[str, float] | None = None,
+        max_concurrency: int | None = None,
+        max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+        injected: Mapping[str, Any] | None = None,
+        before: Sequence[BeforeHook] = (),
+        after: Sequence[AfterHook] = (),
+    ) -> None:
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1 (or None for no limit)")
+        super().__init__(
+            tools,
+            timeout=timeout,
+            timeouts=timeouts,
+            max_output_chars=max_output_chars,
+            injected=injected,
+            before=before,
+            after=after,
+            max_workers=max_concurrency or 64,
+        )
+        self.max_concurrency = max_concurrency
+
+    # -- async path ----------------------------------------------------------------------------
+
+    async def _hooks_before_async(self, call: ToolCall) -> ToolCall | ToolResult:
+        for hook in self.before:
+            verdict = hook(call)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+            outcome = self._apply_before(call, verdict)
+            if isinstance(outcome, ToolResult):
+                return outcome
+            call = outcome
+        return call
+
+    async def _hooks_after_async(self, call: ToolCall, result: ToolResult) -> ToolResult:
+        for hook in self.after:
+            verdict = hook(call, result)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+            result = self._apply_after(result, verdict)
+        return result
+
+    async def _run_prepared_async(self, prepared: _Prepared) -> Any:
+        if self._is_async_tool(prepared.definition):
+            return await self._invoke_async(prepared)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread_pool(), self._invoke_sync, prepared)
+
+    async def execute_async(self, call: ToolCall) -> ToolResult:
+        """Run one call on the running loop and return its result."""
+        original = call
+        outcome = await self._hooks_before_async(call)
+        if isinstance(outcome, ToolResult):
+            return await self._hooks_after_async(original, outcome)
+        call = outcome
+        prepared = self.prepare(call)
+        if isinstance(prepared, ToolResult):
+            return await self._hooks_after_async(call, prepared)
+        missing = self._no_implementation(prepared)
+        if missing is not None:
+            return await self._hooks_after_async(call, missing)
+        started = time.perf_counter()
+        timeout = self.timeout_for(call.name)
+        try:
+            if timeout is None:
+                output = await self._run_prepared_async(prepared)
+            else:
+                output = await asyncio.wait_for(self._run_prepared_async(prepared), timeout)
+        except asyncio.TimeoutError:
+            result = self._timed_out(call, timeout or 0.0, started)
+        except Exception as exc:
+            result = self._failure(call, exc, time.perf_counter() - started)
+        else:
+            result = self._finish(call, output, started)
+        return await self._hooks_after_async(call, result)
+
+    async def execute_batch_async(
+        self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
+    ) -> tuple[ToolResult, ...]:
+        """Run calls in parallel; results come back in call order, one per call.
+
+        When ``cancel`` fires, calls still running are cancelled and answered ``cancelled``.
+        If the awaiting task itself is cancelled, the running calls are cancelled too and the
+        ``CancelledError`` propagates.
+        """
+        if not calls:
+            return ()
+        started = time.perf_counter()
+        if len(calls) == 1 and cancel is None:
+            return (await self.execute_async(calls[0]),)
+        if cancel is not None and cancel.cancelled:
+            return tuple(self._cancelled(call, started) for call in calls)
+        semaphore = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
+
+        async def bounded(call: ToolCall) -> ToolResult:
+            if semaphore is None:
+                return await self.execute_async(call)
+            async with semaphore:
+                return await self.execute_async(call)
+
+        tasks = [asyncio.ensure_future(bounded(call)) for call in calls]
+        try:
+            if cancel is None:
+                await asyncio.wait(tasks)
+            else:
+                await self._wait_or_cancel(tasks, cancel)
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        results: list[ToolResult] = []
+        for call, task in zip(calls, tasks, strict=True):
+            if task.cancelled():
+                results.append(self._cancelled(call, started))
+            elif task.exception() is not None:
+                # Only a hook can raise here; the call still gets its answer.
+                results.append(self._failure(call, task.exception()))
+            else:
+                results.append(task.result())
+        return tuple(results)
+
+    @staticmethod
+    async def _wait_or_cancel(
+        tasks: Sequence[asyncio.Future[Any]], cancel: CancellationToken
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        fired: asyncio.Future[None] = loop.create_future()
+
+        def set_fired() -> None:
+            if not fired.done():
+                fired.set_result(None)
+
+        def on_cancel() -> None:
+            loop.call_soon_threadsafe(set_fired)
+
+        cancel.add_callback(on_cancel)
+        try:
+            pending = set(tasks)
+            while pending and not fired.done():
+                _, pending = await asyncio.wait(
+                    pending | {fired}, return_when=asyncio.FIRST_COMPLETED
+                )
+                pending.discard(fired)
+            if pending:
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+        finally:
+            cancel.remove_callback(on_cancel)
+            if not fired.done():
+                fired.cancel()
+
+    # -- sync facade: the same batch semantics from synchronous code -----------------------------
+
+    def execute_batch(
+        self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
+    ) -> tuple[ToolResult, ...]:
+        """Run calls in parallel worker threads (sync code); results in call order."""
+        if not calls:
+            return ()
+        if len(calls) == 1 and cancel is None:
+            return (self.execute(calls[0]),)
+        started = time.perf_counter()
+        if cancel is not None and cancel.cancelled:
+            return tuple(self._cancelled(call, started) for call in calls)
+        pool = self._thread_pool()
+        entries: list[tuple[ToolCall, ToolResult | _Prepared]] = [
+            self._start_sync(call) for call in calls
+        ]
+        futures: dict[int, concurrent.futures.Future[Any]] = {}
+        for index, (_, state) in enumerate(entries):
+            if isinstance(state, _Prepared):
+                futures[index] = pool.submit(self._body_sync, state)
+        fired: concurrent.futures.Future[None] = concurrent.futures.Future()
+        if cancel is not None:
+
+            def set_fired() -> None:
+                if not fired.done():
+                    fired.set_result(None)
+
+            cancel.add_callback(set_fired)
+        results: list[ToolResult] = []
+        for index, (call, state) in enumerate(entries):
+            if isinstance(state, ToolResult):
+                results.append(
+                    self._run_hooks_after(calls[index], dataclasses.replace(state, call_id=call.id))
+                )
+                continue
+            future = futures[index]
+            timeout = self.timeout_for(call.name)
+            remaining = (
+                None if timeout is None else max(0.0, started + timeout - time.perf_counter())
+            )
+            done, _ = concurrent.futures.wait(
+                {future, fired}, timeout=remaining, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            if future in done:
+                try:
+                    result = self._finish(call, future.result(), started)
+                except Exception as exc:
+                    result = self._failure(call, exc, time.perf_counter() - started)
+            elif fired in done:
+                future.cancel()
+                result = self._cancelled(call, started)
+            else:
+                future.cancel()
+                result = self._timed_out(call, timeout or 0.0, started)
+            results.append(self._run_hooks_after(call, result))
+        if cancel is not None:
+            cancel.remove_callback(set_fired)
+        return tuple(results)

@@ -1,0 +1,283 @@
+"""Every built-in format on real-looking outputs: complete text and every split agree."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tooluse.events import ArgumentsDelta
+from tooluse.formats import available_formats, get_parser
+
+from .helpers import TOOLS, assert_stream_equals_parse, chunks, run_split
+
+W = ("get_weather", {"city": "Paris"})
+T = ("today", {})
+
+# (format, model text, expected text, expected reasoning, expected [(name, arguments)], errors)
+CASES = [
+    ("llama3_json", '{"name": "get_weather", "parameters": {"city": "Paris"}}', "", "", [W], 0),
+    (
+        "llama3_json",
+        ' {"name": "get_weather", "parameters": {"city": "Paris"}}; {"name": "today", "parameters": {}}<|eom_id|>',
+        "",
+        "",
+        [W, T],
+        0,
+    ),
+    (
+        "llama3_json",
+        'Sure.<|python_tag|>{"name": "today", "parameters": {}}<|eom_id|>',
+        "Sure.",
+        "",
+        [T],
+        0,
+    ),
+    (
+        "llama3_json",
+        '<|python_tag|>brave_search.call(query="weather in Paris")<|eom_id|>',
+        "",
+        "",
+        [("brave_search", {"query": "weather in Paris"})],
+        1,  # not among TOOLS
+    ),
+    ("llama3_json", '{"answer": 42} is the data', '{"answer": 42} is the data', "", [], 0),
+    ("llama3_json", "Hello there", "Hello there", "", [], 0),
+    (
+        "mistral",
+        '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "today", "arguments": {}}]</s>',
+        "",
+        "",
+        [W, T],
+        0,
+    ),
+    (
+        "mistral",
+        'Text first [TOOL_CALLS] [{"name": "today", "arguments": {}}]',
+        "Text first ",
+        "",
+        [T],
+        0,
+    ),
+    (
+        "mistral_v11",
+        '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]today[ARGS]{}',
+        "",
+        "",
+        [W, T],
+        0,
+    ),
+    (
+        "mistral_v11",
+        '[THINK]hmm[/THINK]ok[TOOL_CALLS]get_weather[CALL_ID]abc123XYZ[ARGS]{"city": "Paris"}</s>',
+        "ok",
+        "hmm",
+        [W],
+        0,
+    ),
+    ("mistral_v11", "[TOOL_CALLS]get weather now[ARGS]{}", "", "", [], 1),
+    (
+        "deepseek_v3",
+        "<think>x</think>Hi<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n"
+        '```json\n{"city": "Paris"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>today\n'
+        "```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        "Hi",
+        "x",
+        [W, T],
+        0,
+    ),
+    (
+        "deepseek_v31",
+        '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜>'
+        "<｜tool▁call▁begin｜>today<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>done",
+        "done",
+        "",
+        [W, T],
+        0,
+    ),
+    (
+        "qwen3_coder",
+        "I'll check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+        "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+        "I'll check.\n",
+        "",
+        [("get_weather", {"city": "Paris", "days": 3})],
+        0,
+    ),
+    (
+        "qwen3_coder",
+        "<tool_call>\n<function=search>\n<parameter=query>\nline1\n</parameter> inside\nline3\n</parameter>\n"
+        '<parameter=filters>\n{"a": [1, 2]}\n</parameter>\n<parameter=tags>\n["x"]\n</parameter>\n</function>\n</tool_call>'
+        "<tool_call>\n<function=today>\n</function>\n</tool_call>",
+        "",
+        "",
+        [
+            (
+                "search",
+                {
+                    "query": "line1\n</parameter> inside\nline3",
+                    "filters": {"a": [1, 2]},
+                    "tags": ["x"],
+                },
+            ),
+            T,
+        ],
+        0,
+    ),
+    (
+        "qwen3_coder",
+        "<think>plan</think><tool_call>\n<function=get_weather>\n<parameter=city>\nPar",
+        "",
+        "plan",
+        [("get_weather", {"city": "Par"})],
+        1,
+    ),
+    ("pythonic", '[get_weather(city="Paris"), today()]', "", "", [W, T], 0),
+    (
+        "pythonic",
+        "[search(query='a, b) [c]', filters={'k': None, 'on': True}, tags=[\"x\", 'y'])]",
+        "",
+        "",
+        [
+            (
+                "search",
+                {"query": "a, b) [c]", "filters": {"k": None, "on": True}, "tags": ["x", "y"]},
+            )
+        ],
+        0,
+    ),
+    ("pythonic", '<|python_start|>[get_weather(city="Paris")]<|python_end|>', "", "", [W], 0),
+    ("pythonic", "[1] is a citation, not a call", "[1] is a citation, not a call", "", [], 0),
+    ("pythonic", '[get_weather(city="Paris"), tod', "", "", [W], 1),
+    (
+        "gemma_tool_code",
+        'Let me look.\n```tool_code\nprint(get_weather(city="Paris"))\ntoday()\n```\nWait.',
+        "Let me look.\n\nWait.",
+        "",
+        [W, T],
+        0,
+    ),
+    ("gemma_tool_code", "```python\nx=1\n```", "```python\nx=1\n```", "", [], 0),
+    (
+        "functiongemma",
+        "<start_function_call>call:get_weather{city:<escape>Paris<escape>}<end_function_call>"
+        "<start_function_call>call:search{query:<escape>a}<end_function_call>{b<escape>,filters:{n:3,ok:true},tags:[<escape>x<escape>]}<end_function_call>",
+        "",
+        "",
+        [
+            W,
+            (
+                "search",
+                {
+                    "query": "a}<end_function_call>{b",
+                    "filters": {"n": 3, "ok": True},
+                    "tags": ["x"],
+                },
+            ),
+        ],
+        0,
+    ),
+    (
+        "gemma4",
+        '<|channel>thought\nneed weather<channel|><|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>',
+        "",
+        "\nneed weather",
+        [W],
+        0,
+    ),
+    (
+        "harmony",
+        "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary "
+        'to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>',
+        "",
+        "Need weather.",
+        [W],
+        0,
+    ),
+    (
+        "harmony",
+        "<|channel|>analysis<|message|>Done.<|end|><|start|>assistant<|channel|>final<|message|>It is sunny.<|return|>",
+        "It is sunny.",
+        "Done.",
+        [],
+        0,
+    ),
+    (
+        "harmony",
+        "<|start|>assistant to=functions.today<|channel|>commentary json<|message|>{}<|call|>",
+        "",
+        "",
+        [T],
+        0,
+    ),
+]
+
+
+@pytest.mark.parametrize(("fmt", "text", "content", "reasoning", "calls", "errors"), CASES)
+def test_format_output(fmt, text, content, reasoning, calls, errors):
+    parser = get_parser(fmt)
+    result = assert_stream_equals_parse(parser, text)
+    assert result.text == content
+    assert result.reasoning == reasoning
+    assert [(c.name, c.arguments) for c in result.tool_calls] == calls
+    assert len(result.errors) == errors, result.errors
+
+
+def test_every_registered_format_has_cases():
+    assert {case[0] for case in CASES} | {"hermes"} == set(available_formats())
+
+
+@pytest.mark.parametrize("fmt", sorted(set(available_formats())))
+def test_format_tools_names_every_tool(fmt):
+    prompt = get_parser(fmt).format_tools(TOOLS)
+    for tool in TOOLS:
+        assert tool.name in prompt
+
+
+def test_qwen3_coder_string_values_stream_before_the_parameter_closes():
+    parser = get_parser("qwen3_coder")
+    head = "<tool_call>\n<function=search>\n<parameter=query>\n" + "word " * 20
+    stream = parser.stream(TOOLS)
+    events = []
+    for piece in chunks(head, 5):
+        events += stream.feed(piece)
+    streamed = "".join(e.text for e in events if isinstance(e, ArgumentsDelta))
+    assert streamed.startswith('{"query": "word word')
+    events += stream.feed(
+        "\n</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>"
+    )
+    events += stream.close()
+    args = "".join(e.text for e in events if isinstance(e, ArgumentsDelta))
+    assert json.loads(args) == {"query": ("word " * 20).rstrip("\n"), "days": 2}
+
+
+def test_qwen3_coder_types_follow_the_schema():
+    parser = get_parser("qwen3_coder")
+    text = (
+        "<tool_call><function=get_weather><parameter=city>\n123\n</parameter>"
+        "<parameter=days>\n4\n</parameter><parameter=metric>\nfalse\n</parameter></function></tool_call>"
+    )
+    call = parser.parse(text, TOOLS).tool_calls[0]
+    assert call.arguments == {"city": "123", "days": 4, "metric": False}
+
+
+def test_harmony_arguments_stream_as_raw_json():
+    text = '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris", "days": 2}<|call|>'
+    events = run_split(get_parser("harmony"), chunks(text, 3))
+    deltas = [e.text for e in events if isinstance(e, ArgumentsDelta)]
+    assert len(deltas) > 3
+    assert json.loads("".join(deltas)) == {"city": "Paris", "days": 2}
+
+
+def test_pythonic_calls_are_emitted_as_each_closes():
+    parser = get_parser("pythonic")
+    stream = parser.stream(TOOLS)
+    events = stream.feed('[get_weather(city="Paris"), to')
+    assert [e.call.name for e in events if hasattr(e, "call")] == ["get_weather"]
+    events = stream.feed("day()]") + stream.close()
+    assert [e.call.name for e in events if hasattr(e, "call")] == ["today"]
+
+
+def test_mistral_v11_keeps_the_call_id():
+    result = get_parser("mistral_v11").parse("[TOOL_CALLS]today[CALL_ID]a1b2c3d4e[ARGS]{}", TOOLS)
+    assert result.tool_calls[0].id == "a1b2c3d4e"

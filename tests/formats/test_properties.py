@@ -1,0 +1,219 @@
+"""Property tests: for any output and any split into deltas, streaming equals parsing, and
+calls written in a format's syntax are read back exactly."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tooluse.formats import available_formats, collect_events, get_parser
+
+from .helpers import check_events, summary
+
+SETTINGS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+names = st.from_regex(r"[a-z][a-z0-9_]{0,11}", fullmatch=True)
+keys = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True)
+# Plain text around calls: no marker characters of any format.
+plain = st.text(
+    alphabet=st.characters(blacklist_characters="<[{`|\\]}\r", blacklist_categories=("Cs",)),
+    max_size=30,
+)
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=20)
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+arguments = st.dictionaries(keys, values, max_size=4)
+calls = st.lists(st.tuples(names, arguments), min_size=1, max_size=3)
+
+
+def _split(data, text: str) -> list[str]:
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=12)))
+    pieces, last = [], 0
+    for cut in cuts:
+        pieces.append(text[last:cut])
+        last = cut
+    pieces.append(text[last:])
+    return pieces
+
+
+def _stream(parser, pieces):
+    stream = parser.stream(())
+    events = []
+    for piece in pieces:
+        events += stream.feed(piece)
+    events += stream.close()
+    return events
+
+
+def _roundtrip(fmt: str, text: str, data, expected_calls, expected_text=None):
+    parser = get_parser(fmt)
+    whole = parser.parse(text)
+    assert [(c.name, c.arguments) for c in whole.tool_calls] == expected_calls, whole
+    assert whole.errors == (), whole.errors
+    if expected_text is not None:
+        assert whole.text == expected_text
+    events = _stream(parser, _split(data, text))
+    check_events(events)
+    assert summary(collect_events(events)) == summary(whole)
+
+
+def _j(value) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+@SETTINGS
+@given(before=plain, after=plain, cs=calls, data=st.data())
+def test_hermes_roundtrip(before, after, cs, data):
+    body = "".join(f"<tool_call>\n{_j({'name': n, 'arguments': a})}\n</tool_call>" for n, a in cs)
+    _roundtrip("hermes", before + body + after, data, cs, before + after)
+
+
+@SETTINGS
+@given(before=plain, cs=calls, data=st.data())
+def test_llama3_roundtrip(before, cs, data):
+    body = "; ".join(_j({"name": n, "parameters": a}) for n, a in cs)
+    _roundtrip("llama3_json", before + "<|python_tag|>" + body + "<|eom_id|>", data, cs, before)
+
+
+@SETTINGS
+@given(before=plain, cs=calls, data=st.data())
+def test_mistral_roundtrip(before, cs, data):
+    body = _j([{"name": n, "arguments": a} for n, a in cs])
+    _roundtrip("mistral", before + "[TOOL_CALLS]" + body, data, cs, before)
+
+
+@SETTINGS
+@given(before=plain, cs=calls, data=st.data())
+def test_mistral_v11_roundtrip(before, cs, data):
+    body = "".join(f"[TOOL_CALLS]{n}[ARGS]{_j(a)}" for n, a in cs)
+    _roundtrip("mistral_v11", before + body, data, cs, before)
+
+
+@SETTINGS
+@given(before=plain, after=plain, cs=calls, fenced=st.booleans(), data=st.data())
+def test_deepseek_roundtrip(before, after, cs, fenced, data):
+    if fenced:
+        inner = "".join(
+            f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>{n}\n```json\n{_j(a)}\n```<｜tool▁call▁end｜>"
+            for n, a in cs
+        )
+    else:
+        inner = "".join(
+            f"<｜tool▁call▁begin｜>{n}<｜tool▁sep｜>{_j(a)}<｜tool▁call▁end｜>" for n, a in cs
+        )
+    text = before + "<｜tool▁calls▁begin｜>" + inner + "<｜tool▁calls▁end｜>" + after
+    _roundtrip("deepseek_v3" if fenced else "deepseek_v31", text, data, cs, before + after)
+
+
+@SETTINGS
+@given(before=plain, after=plain, cs=calls, data=st.data())
+def test_pythonic_and_tool_code_roundtrip(before, after, cs, data):
+    def call(n, a):
+        return f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")"
+
+    listed = "[" + ", ".join(call(n, a) for n, a in cs) + "]"
+    _roundtrip("pythonic", listed + after, data, cs, after)
+    fenced = before + "```tool_code\n" + "\n".join(call(n, a) for n, a in cs) + "\n```" + after
+    _roundtrip("gemma_tool_code", fenced, data, cs, before + after)
+
+
+def _gemma_value(value, quote: str) -> str:
+    if isinstance(value, str):
+        return quote + value + quote
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_gemma_value(v, quote)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_gemma_value(v, quote) for v in value) + "]"
+    return _j(value)
+
+
+@SETTINGS
+@given(before=plain, after=plain, cs=calls, data=st.data())
+def test_functiongemma_and_gemma4_roundtrip(before, after, cs, data):
+    for fmt, (open_, close, quote) in {
+        "functiongemma": ("<start_function_call>", "<end_function_call>", "<escape>"),
+        "gemma4": ("<|tool_call>", "<tool_call|>", '<|"|>'),
+    }.items():
+        body = "".join(f"{open_}call:{n}{_gemma_value(a, quote)}{close}" for n, a in cs)
+        _roundtrip(fmt, before + body + after, data, cs, before + after)
+
+
+xml_text = st.text(
+    alphabet=st.characters(blacklist_characters="<\r", blacklist_categories=("Cs",)),
+    min_size=1,
+    max_size=30,
+).filter(lambda s: not s.startswith("\n") and not s.endswith("\n"))
+
+
+@SETTINGS
+@given(before=plain, query=xml_text, days=st.integers(0, 99), data=st.data())
+def test_qwen3_coder_roundtrip(before, query, days, data):
+    from .helpers import SEARCH, WEATHER
+
+    text = (
+        before
+        + f"<tool_call>\n<function=search>\n<parameter=query>\n{query}\n</parameter>\n</function>\n</tool_call>"
+        + f"<tool_call>\n<function=get_weather>\n<parameter=city>\n{query}\n</parameter>\n"
+        + f"<parameter=days>\n{days}\n</parameter>\n</function>\n</tool_call>"
+    )
+    parser = get_parser("qwen3_coder")
+    whole = parser.parse(text, (SEARCH, WEATHER))
+    assert [(c.name, c.arguments) for c in whole.tool_calls] == [
+        ("search", {"query": query}),
+        ("get_weather", {"city": query, "days": days}),
+    ]
+    assert whole.text == before
+    stream = parser.stream((SEARCH, WEATHER))
+    events = []
+    for piece in _split(data, text):
+        events += stream.feed(piece)
+    events += stream.close()
+    check_events(events)
+    assert summary(collect_events(events)) == summary(whole)
+
+
+@SETTINGS
+@given(reasoning=plain, final=plain, cs=calls, data=st.data())
+def test_harmony_roundtrip(reasoning, final, cs, data):
+    text = f"<|channel|>analysis<|message|>{reasoning}<|end|>"
+    for n, a in cs:
+        text += f"<|start|>assistant<|channel|>commentary to=functions.{n} <|constrain|>json<|message|>{_j(a)}<|call|>"
+    text += f"<|start|>assistant<|channel|>final<|message|>{final}<|return|>"
+    _roundtrip("harmony", text, data, cs, final)
+
+
+# Garbage built from pieces of every format's markers, quotes, braces and plain text.
+FRAGMENTS = [
+    "<tool_call>", "</tool_call>", "<think>", "</think>", "<function=", "<parameter=",
+    "</parameter>", "</function>", "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "<|python_tag|>",
+    "<|python_start|>", "<|python_end|>", "<|eom_id|>", "```tool_code", "```",
+    "<start_function_call>", "<end_function_call>", "<escape>", "<|tool_call>", "<tool_call|>",
+    '<|"|>', "<|channel|>", "<|message|>", "<|start|>", "<|end|>", "<|call|>", "to=functions.f",
+    "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>",
+    '{"name": "f", "arguments": {', '"', "'", "\\", "{", "}", "[", "]", "(", ")", ",", ":", ";",
+    "=", "f(", "call:f{", "\n", " ", "x", "é", "<", "<|", "\x00", "True", "null",
+]
+garbage = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=40).map("".join)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=garbage, data=st.data())
+def test_garbage_never_crashes_and_streams_like_parse(text, data):
+    pieces = _split(data, text)
+    for fmt in available_formats():
+        parser = get_parser(fmt)
+        whole = parser.parse(text)
+        events = _stream(parser, pieces)
+        check_events(events)
+        assert summary(collect_events(events)) == summary(whole), fmt

@@ -1,0 +1,87 @@
+"""Cross-provider rules: strict schemas, invalid argument JSON, empty arguments, placeholder tools."""
+
+from __future__ import annotations
+
+import pytest
+
+from tooluse import ChatMessage, ToolArgumentError, ToolCall, ToolResult
+from tooluse.providers import anthropic, bedrock, gemini, openai_chat, openai_responses
+
+from .conversation import TIME, WEATHER
+
+
+def test_strict_schemas_per_provider():
+    chat = openai_chat.encode_request([ChatMessage.user("x")], [WEATHER], strict=True)
+    function = chat["tools"][0]["function"]
+    assert function["strict"] is True and function["parameters"]["additionalProperties"] is False
+    responses = openai_responses.encode_request([ChatMessage.user("x")], [WEATHER], strict=True)
+    assert responses["tools"][0]["strict"] is True
+    assert anthropic.encode_request([ChatMessage.user("x")], [WEATHER], strict=True)["tools"][0]["strict"] is True
+    spec = bedrock.encode_request([ChatMessage.user("x")], [WEATHER], strict=True)["toolConfig"]["tools"][0]
+    assert spec["toolSpec"]["strict"] is True
+    config = gemini.encode_request([ChatMessage.user("x")], [WEATHER], strict=True)["toolConfig"]
+    assert config == {"functionCallingConfig": {"mode": "VALIDATED"}}
+    plain = openai_chat.encode_request([ChatMessage.user("x")], [WEATHER])["tools"][0]["function"]
+    assert not plain.get("strict")
+
+
+def test_invalid_argument_json_becomes_a_model_facing_error():
+    body = {
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{city: Paris"}}],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ]
+    }
+    call = openai_chat.decode_response(body).tool_calls[0]
+    assert call.raw_arguments == "{city: Paris" and call.arguments == {}
+    with pytest.raises(ToolArgumentError) as info:
+        WEATHER.validate_arguments(call)
+    assert info.value.model_message  # text meant for the model, not a crash
+    # The raw text survives a replay to OpenAI unchanged.
+    history = [
+        ChatMessage.user("q"),
+        ChatMessage.assistant(tool_calls=[call]),
+        ChatMessage.tool_result(ToolResult.failure("c1", "get_weather", info.value)),
+    ]
+    sent = openai_chat.encode_request(history, [WEATHER])["messages"]
+    assert sent[1]["tool_calls"][0]["function"]["arguments"] == "{city: Paris"
+
+
+@pytest.mark.parametrize("raw", ["", None, "null", "  "])
+def test_empty_arguments_are_an_empty_object(raw):
+    body = {"choices": [{"message": {"tool_calls": [{"id": "c", "function": {"name": "get_time", "arguments": raw}}]}, "finish_reason": "tool_calls"}]}
+    call = openai_chat.decode_response(body).tool_calls[0]
+    assert call.arguments == {} and call.raw_arguments is None
+
+
+def test_gemini_and_bedrock_declare_tools_for_a_history_with_tool_blocks():
+    history = [
+        ChatMessage.user("q"),
+        ChatMessage.assistant(tool_calls=[ToolCall(id="c", name="get_time")]),
+        ChatMessage.tool_result(ToolResult.success("c", "get_time", "noon")),
+    ]
+    g = gemini.encode_request(history, [])
+    assert g["tools"][0]["functionDeclarations"][0]["name"] == "get_time"
+    assert g["toolConfig"] == {"functionCallingConfig": {"mode": "NONE"}}
+    b = bedrock.encode_request(history, [], model="anthropic.claude")
+    assert b["toolConfig"]["tools"][0]["toolSpec"]["name"] == "get_time"
+    o = openai_chat.encode_request(history, [])
+    assert "tools" not in o  # OpenAI accepts tool turns without declarations
+
+
+def test_results_of_different_turns_are_never_merged():
+    history = [
+        ChatMessage.user("q"),
+        ChatMessage.assistant(tool_calls=[ToolCall(id="a", name="get_time")]),
+        ChatMessage.tool_result(ToolResult.success("a", "get_time", "1")),
+        ChatMessage.assistant(tool_calls=[ToolCall(id="b", name="get_time")]),
+        ChatMessage.tool_result(ToolResult.success("b", "get_time", "2")),
+    ]
+    msgs = anthropic.encode_request(history, [TIME])["messages"]
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant", "user"]
+    assert [len(m["content"]) for m in msgs] == [1, 1, 1, 1, 1]

@@ -1,0 +1,76 @@
+"""The seed examples in ``examples/`` run as scripts and print what their docs promise."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def run_example(name: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / name)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=EXAMPLES.parent,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_llenvs_tools_example():
+    out = run_example("tools_llenvs.py")
+    assert "name='get_weather' description='Get the current weather for a city.'" in out
+    assert "city: STRING, required=True, description='The city name.'" in out
+    assert "units: STRING, required=False" in out
+    assert "submit: name='submit' is_terminal=True" in out
+    assert "tool message: tool call_1 18 degrees celsius and sunny in Paris" in out
+    assert "citty: unknown argument; did you mean 'city'?" in out
+    assert '"enum": ["celsius", "fahrenheit"]' in out
+
+
+def test_mesa_tool_manager_example():
+    out = run_example("tools_mesa_manager.py")
+    assert "tools: ['change_state', 'move_one_step']" in out
+    assert (
+        "'required': ['new_state']" in out
+        and "agent" not in out.split("schema parameters:")[1].split("\n")[0]
+    )
+    assert "no tools: []" in out
+    assert "call_a change_state -> Agent 42 state changed to protesting" in out
+    assert "did you mean 'direction'?" in out
+    assert "agent state: ['State changed to: protesting']" in out
+    assert "direct call: Agent 42 moved East" in out
+
+
+def test_interlens_calculator_example():
+    out = run_example("tools_interlens_calculator.py")
+    assert "resolved: calculator - Evaluate a basic arithmetic expression" in out
+    assert "direct: 14" in out
+    assert "tool result: 391" in out
+    assert "final: 17 * 23 = 391." in out
+
+
+def test_qwen3_walkthrough_example():
+    out = run_example("tools_qwen3_walkthrough.py")
+    assert (
+        '{"type": "function", "function": {"name": "today", "description": '
+        '"Get today\'s date in YYYY-MM-DD.", "parameters": {"type": "object", "properties": {}'
+    ) in out
+    assert "call: today {}" in out
+    assert "tool: 2025-12-25" in out
+    assert "call: get_weekday {'date_str': '2025-12-25'}" in out
+    assert "tool: Thursday" in out
+    assert "final: Today is Thursday, December 25, 2025." in out
+    assert "'rating_value': 7.5" in out
+    assert "rating_value: string to number ('7.5' -> 7.5)" in out
+
+
+@pytest.mark.parametrize("name", ["tools_llenvs.py", "tools_qwen3_walkthrough.py"])
+def test_examples_are_deterministic(name):
+    assert run_example(name) == run_example(name)
