@@ -27,11 +27,15 @@ from tooluse.formats import get_parser
 from tooluse.tools.definition import ToolDefinition, ToolParameter
 
 DELTA = 4
-TOOLS = (ToolDefinition(name="write_file", parameters=(ToolParameter("path"), ToolParameter("content"))),)
+TOOLS = (
+    ToolDefinition(name="write_file", parameters=(ToolParameter("path"), ToolParameter("content"))),
+)
 
 
 def _call_text(size: int) -> str:
-    body = ("lorem ipsum dolor sit amet, \\\"quoted\\\" {braces} </tool_call> ünï\\n" * (size // 40 + 1))[:size]
+    body = ('lorem ipsum dolor sit amet, \\"quoted\\" {braces} [x] ünï\\n' * (size // 40 + 1))[
+        :size
+    ]
     body = body.rstrip("\\")
     return (
         '<tool_call>\n{"name": "write_file", "arguments": {"path": "notes.txt", "content": "'
@@ -110,7 +114,9 @@ def _streaming_figures() -> dict[str, Any]:
         seconds, result = _median_time(lambda d=deltas: _tooluse_stream(d), repeat=5)
         per_delta: list[float] = []
         _tooluse_stream(deltas, per_delta)
-        expected = json.loads(text.split("<tool_call>\n")[1].split("\n</tool_call>")[0])["arguments"]
+        expected = json.loads(text.split("<tool_call>\n")[1].split("\n</tool_call>")[0])[
+            "arguments"
+        ]
         assert json.loads(result["arguments"]) == expected, "streamed arguments differ"
         assert result["finished"][0].call.arguments == expected
         out[f"tooluse_{size // 1024}k"] = {
@@ -182,7 +188,9 @@ def _complete_parse_figures() -> dict[str, Any]:
     }
 
 
-def _growth(make: Callable[[int], str], sizes: tuple[int, int], fmt: str, delta: int) -> dict[str, Any]:
+def _growth(
+    make: Callable[[int], str], sizes: tuple[int, int], fmt: str, delta: int
+) -> dict[str, Any]:
     parser = get_parser(fmt)
     times = []
     for size in sizes:
@@ -218,13 +226,22 @@ def _hostile_figures() -> dict[str, Any]:
             64,
         ),
         "hermes_deep_nesting": _growth(
-            lambda n: '<tool_call>{"name": "f", "arguments": {"a": ' + "[" * n + "]" * n + "}}</tool_call>",
+            lambda n: (
+                '<tool_call>{"name": "f", "arguments": {"a": '
+                + "[" * n
+                + "]" * n
+                + "}}</tool_call>"
+            ),
             (25_000, 100_000),
             "hermes",
             64,
         ),
         "qwen3_coder_large_value": _growth(
-            lambda n: "<tool_call>\n<function=f>\n<parameter=a>\n" + "y</parameter" * n + "\n</parameter>\n</function>\n</tool_call>",
+            lambda n: (
+                "<tool_call>\n<function=f>\n<parameter=a>\n"
+                + "y</parameter" * n
+                + "\n</parameter>\n</function>\n</tool_call>"
+            ),
             (10_000, 40_000),
             "qwen3_coder",
             16,
@@ -254,12 +271,20 @@ def main() -> dict[str, Any]:
     print(f"{'jiter re-parse 16k':<34}{streaming['baseline_jiter_16k_ms']:>12.1f}")
     print(f"{'jiter re-parse 64k':<34}{streaming['baseline_jiter_64k_ms']:>12.1f}")
     if pjp is not None:
-        print(f"speed-up vs partial-json-parser at 16 KB: {streaming['speedup_vs_partial_json_parser_16k']:.0f}x (target >= 50x)")
-    print(f"speed-up vs jiter re-parse: 16 KB {streaming['speedup_vs_jiter_16k']:.1f}x, 64 KB {streaming['speedup_vs_jiter_64k']:.1f}x")
-    print(f"tooluse 16 KB -> 64 KB: {streaming['scaling_16k_to_64k']:.2f}x (linear is 4x; target <= 5x)")
+        print(
+            f"speed-up vs partial-json-parser at 16 KB: {streaming['speedup_vs_partial_json_parser_16k']:.0f}x (target >= 50x)"
+        )
+    print(
+        f"speed-up vs jiter re-parse: 16 KB {streaming['speedup_vs_jiter_16k']:.1f}x, 64 KB {streaming['speedup_vs_jiter_64k']:.1f}x"
+    )
+    print(
+        f"tooluse 16 KB -> 64 KB: {streaming['scaling_16k_to_64k']:.2f}x (linear is 4x; target <= 5x)"
+    )
 
     print(f"\nComplete {complete['response_bytes']}-byte response with 3 calls")
-    print(f"tooluse parse: {complete['tooluse_parse_us']:.1f} us; regex + json.loads: {complete['regex_json_loads_us']:.1f} us (ratio {complete['ratio_to_regex']:.1f}x)")
+    print(
+        f"tooluse parse: {complete['tooluse_parse_us']:.1f} us; regex + json.loads: {complete['regex_json_loads_us']:.1f} us (ratio {complete['ratio_to_regex']:.1f}x)"
+    )
 
     print("\nHostile input growth (time ratio should stay near the size ratio)")
     print(f"{'case':<28}{'sizes':>20}{'ms':>22}{'size x':>8}{'time x':>8}")

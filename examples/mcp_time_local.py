@@ -14,7 +14,14 @@ from __future__ import annotations
 import sys
 
 import tooluse
-from tooluse import MCPServerConfig, RunResult, ScriptedBackend, SyncMCPToolExecutor, ToolCall
+from tooluse import (
+    MCPServerConfig,
+    RunResult,
+    SamplingParams,
+    ScriptedBackend,
+    SyncMCPToolExecutor,
+    ToolCall,
+)
 
 TIME_SERVER = MCPServerConfig(
     command=sys.executable,
@@ -52,6 +59,8 @@ def main(backend: object | None = None) -> RunResult:
             tool_choice="convert_time",
             max_tool_iters=2,
             final_answer_on_limit=True,
+            # Short, repeatable answers: the tool result carries the facts.
+            params=SamplingParams(temperature=0.0, max_tokens=160),
         )
     for step in result.trail:
         status = "error" if step.is_error else "ok"

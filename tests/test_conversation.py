@@ -159,3 +159,30 @@ async def test_async_turns_match_sync_turns():
     conv = Conversation([solver, critic], "Compute 17 * 23.")
     await conv.arun(turns=2)
     assert [m.content for m in conv.transcript] == ["17 * 23 = 391.", "Show your working, please."]
+
+
+def test_text_format_participants_keep_their_parser_across_save_and_load(tmp_path):
+    from tooluse import ModelCapabilities
+    from tooluse.formats import HermesToolCallParser
+
+    no_fc = ModelCapabilities(supports_function_calling=False)
+    backend = ScriptedBackend(
+        [
+            '<tool_call>\n{"name": "calculator", "arguments": {"expression": "6 * 7"}}\n</tool_call>',
+            "42",
+        ],
+        capabilities=no_fc,
+    )
+    small = Participant(
+        name="small", backend=backend, tools=[calculator], tool_call_parser=HermesToolCallParser()
+    )
+    conv = Conversation([small], "What is 6 * 7?")
+    conv.run(turns=1)
+    assert conv.transcript[0].content == "42"
+    assert conv.transcript[0].metadata["tool_trail"][0]["output"] == "42"
+    path = tmp_path / "c.json"
+    conv.save(path)
+    loaded = Conversation.load(
+        path, registry={"calculator": calculator}, backends={"small": backend}
+    )
+    assert isinstance(loaded.participants[0].tool_call_parser, HermesToolCallParser)

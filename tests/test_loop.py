@@ -527,3 +527,29 @@ def test_tools_may_be_tool_objects_functions_and_definitions():
     )
     result = run(backend, "q", tools=[Calculator(), shout, echo])
     assert [t.output for t in result.trail] == ["391", "HI", "same"]
+
+
+class FailingSecondRequest(ScriptedBackend):
+    def generate_with_tools(self, messages, tools=(), params=None, tool_choice="auto"):
+        if len(self.requests) == 1:
+            self.requests.append(None)
+            raise tooluse.BackendHTTPError("server exploded", status_code=500, body="oops")
+        return super().generate_with_tools(messages, tools, params, tool_choice)
+
+
+def test_backend_errors_propagate_with_the_partial_run_attached():
+    backend = FailingSecondRequest([[tc("get_time", "t", timezone="UTC")]])
+    with pytest.raises(tooluse.BackendHTTPError, match="server exploded") as info:
+        run(backend, "q", tools=[get_time])
+    partial = info.value.partial_result
+    assert partial.stop_reason is StopReason.ERROR
+    assert [t.output for t in partial.trail] == ["14:05 in UTC"]
+    assert partial.messages[-1].role == "tool"
+    assert_valid(partial)
+
+
+async def test_backend_errors_in_arun_carry_the_partial_run_too():
+    backend = FailingSecondRequest([[tc("get_time", "t", timezone="UTC")]])
+    with pytest.raises(tooluse.BackendHTTPError) as info:
+        await arun(backend, "q", tools=[get_time])
+    assert info.value.partial_result.trail[0].name == "get_time"

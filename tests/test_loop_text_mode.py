@@ -14,6 +14,7 @@ from tooluse import (
     StopReason,
     ToolCall,
     ToolDefinition,
+    ToolResult,
     run,
     validate_history,
 )
@@ -83,11 +84,39 @@ def test_text_mode_formats_tools_into_the_system_prompt_and_parses_calls():
     assistant = result.messages[2]
     assert assistant.content == "Let me add." and assistant.tool_calls[0].name == "add"
     assert result.trail[0].output == "42"
-    # The model sees its own earlier turn as the text it wrote.
+    # The model sees its own earlier turn as the text it wrote, and the results as a user turn.
     second = backend.requests[1].messages
+    assert second[2].role == "assistant" and not second[2].tool_calls
     assert second[2].content == 'Let me add.\nCALL add {"a": 2, "b": 40}'
-    assert second[3].role == "tool" and second[3].content == "42"
+    assert second[3].role == "user"
+    assert second[3].content == "<tool_response>\n42\n</tool_response>"
+    assert all(m.role != "tool" for m in second)
     validate_history(result.messages)
+    for request in backend.requests:
+        validate_history(list(request.messages))
+
+
+def test_text_mode_uses_the_parsers_result_wording_and_renders_foreign_calls():
+    class WordingParser(LineParser):
+        def format_tool_results(self, results):
+            return "RESULTS: " + "; ".join(f"{r.tool_name}={r.output}" for r in results)
+
+    history = [
+        ChatMessage.user("1+1 and 2+2?"),
+        ChatMessage.assistant("", [ToolCall(id="x", name="add", arguments={"a": 1, "b": 1})]),
+        ChatMessage.tool_result(ToolResult.success("x", "add", "2")),
+        ChatMessage.user("and 2+2?"),
+    ]
+    backend = ScriptedBackend(['CALL add {"a": 2, "b": 2}', "4"], capabilities=NO_FC)
+    run(backend, history, tools=[add], tool_call_parser=WordingParser())
+    first = backend.requests[0].messages
+    assert (
+        first[2].content
+        == '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 1}}\n</tool_call>'
+    )
+    assert first[3].content == "RESULTS: add=2"
+    second = backend.requests[1].messages
+    assert second[-1].role == "user" and second[-1].content == "RESULTS: add=4"
 
 
 def test_text_mode_parse_errors_are_sent_back_and_the_model_retries():

@@ -167,3 +167,32 @@ def test_extraction_with_a_text_format_model():
     assert film == Film(title="Heat", year=1995, rating=8.3)
     system = backend.requests[0].messages[0].content
     assert "<tools>" in system and "You must call the tool 'Film' now." in system
+
+
+class Person(BaseModel):
+    name: str
+
+
+class Cast(BaseModel):
+    """A film with its cast."""
+
+    title: str
+    cast: list[Person]
+    year_: int = Field(alias="year")
+
+
+def test_nested_models_and_aliases_are_built():
+    backend = ScriptedBackend(
+        [
+            call(
+                "Cast",
+                title="Heat",
+                cast=[{"name": "Al Pacino"}, {"name": "Robert De Niro"}],
+                year=1995,
+            )
+        ]
+    )
+    record = extract(backend, "Heat (1995) with Al Pacino and Robert De Niro", Cast)
+    assert record == Cast(
+        title="Heat", cast=[Person(name="Al Pacino"), Person(name="Robert De Niro")], year=1995
+    )

@@ -249,11 +249,15 @@ def drive_sync(backend: Any, setup: LoopSetup, history: list[ChatMessage]) -> It
             step = steps.send(outcome)
             outcome = None
             if isinstance(step, Generate):
-                for item in _generate_sync(backend, step):
-                    if isinstance(item, GenerationResult):
-                        outcome = item
-                    else:
-                        yield item
+                try:
+                    for item in _generate_sync(backend, step):
+                        if isinstance(item, GenerationResult):
+                            outcome = item
+                        else:
+                            yield item
+                except Exception as exc:
+                    steps.throw(exc)  # the core attaches the partial run, then re-raises
+                    raise
             elif isinstance(step, Execute):
                 outcome = setup.executor.execute_batch(step.calls, cancel=setup.cancel)
             else:
@@ -276,11 +280,15 @@ async def drive_async(
             step = steps.send(outcome)
             outcome = None
             if isinstance(step, Generate):
-                async for item in _generate_async(backend, step):
-                    if isinstance(item, GenerationResult):
-                        outcome = item
-                    else:
-                        yield item
+                try:
+                    async for item in _generate_async(backend, step):
+                        if isinstance(item, GenerationResult):
+                            outcome = item
+                        else:
+                            yield item
+                except Exception as exc:
+                    steps.throw(exc)  # the core attaches the partial run, then re-raises
+                    raise
             elif isinstance(step, Execute):
                 outcome = await setup.executor.execute_batch_async(step.calls, cancel=setup.cancel)
             else:
@@ -396,6 +404,9 @@ def run(
     - ``max_identical_calls``: how often the same call (name and arguments) runs before
       repeats are refused; a round of only refused repeats ends the run.
     - ``cancel``: a :class:`CancellationToken`; running calls are answered ``cancelled``.
+
+    Errors of the backend propagate; the run so far (messages, trail, usage) is attached to
+    the exception as ``partial_result`` (``stop_reason=StopReason.ERROR``).
     """
     events = iter_run(
         backend,

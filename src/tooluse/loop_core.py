@@ -55,6 +55,7 @@ class StopReason(str, Enum):
     MAX_TOOL_ITERS = "max_tool_iters"  # the model still wanted tools after the last allowed round
     REPEATED_CALLS = "repeated_calls"  # a round consisted only of refused identical repeats
     CANCELLED = "cancelled"  # the cancellation token fired
+    ERROR = "error"  # the backend raised (only in the ``partial_result`` attached to the error)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -214,20 +215,53 @@ def _unique_ids(calls: Sequence[ToolCall], used: set[str]) -> tuple[ToolCall, ..
     return tuple(out)
 
 
+def _tool_results_text(parser: Any, results: Sequence[ToolResult]) -> str:
+    """Tool results as the text a model without native tools reads (the parser's own wording
+    when it has ``format_tool_results``, else ``<tool_response>`` blocks as Hermes/Qwen use)."""
+    render = getattr(parser, "format_tool_results", None)
+    if callable(render):
+        return str(render(list(results)))
+    return "\n".join(f"<tool_response>\n{r.output}\n</tool_response>" for r in results)
+
+
+def _calls_text(message: ChatMessage) -> str:
+    """An assistant turn with calls but no recorded text (history from elsewhere), as text."""
+    blocks = [
+        "<tool_call>\n"
+        + json.dumps({"name": c.name, "arguments": c.arguments}, ensure_ascii=False)
+        + "\n</tool_call>"
+        for c in message.tool_calls
+    ]
+    return "\n".join([message.content, *blocks]).strip()
+
+
 def _text_mode_view(
-    history: Sequence[ChatMessage], tools_text: str, choice: ToolChoice
+    history: Sequence[ChatMessage], tools_text: str, choice: ToolChoice, parser: Any
 ) -> tuple[ChatMessage, ...]:
-    """The history as a model without native tools sees it: tools in the system prompt, and
-    its own earlier turns as the text it wrote (calls included)."""
+    """The history as a model without native tools sees it: tools in the system prompt, its own
+    turns as the text it wrote, and tool results as a user turn. Plain roles only, so the view
+    is valid for any backend (no call ids to match)."""
     if choice == "required":
         tools_text += "\n\nYou must call at least one of these tools now."
     elif choice not in ("auto", "none"):
         tools_text += f"\n\nYou must call the tool {choice!r} now."
     out: list[ChatMessage] = []
+    pending: list[ToolResult] = []
     for message in history:
-        if message.role == "assistant" and "raw_text" in message.metadata:
-            message = ChatMessage(role="assistant", content=message.metadata["raw_text"])
+        if message.role == "tool" and message.result is not None:
+            pending.append(message.result)
+            continue
+        if pending:
+            out.append(ChatMessage.user(_tool_results_text(parser, pending)))
+            pending = []
+        if message.role == "assistant" and message.tool_calls:
+            text = message.metadata.get("raw_text")
+            message = ChatMessage(
+                role="assistant", content=text if text is not None else _calls_text(message)
+            )
         out.append(message)
+    if pending:
+        out.append(ChatMessage.user(_tool_results_text(parser, pending)))
     if out and out[0].role == "system":
         out[0] = dataclasses.replace(out[0], content=f"{out[0].content}\n\n{tools_text}".strip())
     else:
@@ -305,11 +339,17 @@ def loop_steps(setup: LoopSetup, history: list[ChatMessage]) -> Generator[Step, 
         else:
             view = tuple(history)
             if setup.mode == "text" and turn_choice != "none":
-                view = _text_mode_view(history, tools_text, turn_choice)
+                view = _text_mode_view(history, tools_text, turn_choice, setup.parser)
             request = Generate(
                 messages=view, tools=(), tool_choice="auto", params=setup.params, stream=False
             )
-        generated: GenerationResult = yield request
+        try:
+            generated: GenerationResult = yield request
+        except Exception as exc:
+            # The driver throws the backend's error in here so that the caller keeps what the
+            # run did so far (tools may have had effects): ``exc.partial_result``.
+            _attach_partial_result(exc, finish(StopReason.ERROR))
+            raise
         if generated.usage is not None:
             usage = usage + generated.usage
         parse_errors: tuple[ParseError, ...] = ()
@@ -419,6 +459,13 @@ def loop_steps(setup: LoopSetup, history: list[ChatMessage]) -> Generator[Step, 
             # terminal tool whose arguments were rejected (the model must try again).
             if forced is None or not forced.is_terminal:
                 choice = "auto"
+
+
+def _attach_partial_result(exc: BaseException, result: RunResult) -> None:
+    try:
+        exc.partial_result = result  # type: ignore[attr-defined]
+    except AttributeError:  # exceptions with __slots__ cannot carry it
+        pass
 
 
 def _trail_entry(call: ToolCall, result: ToolResult, iteration: int) -> TrailEntry:

@@ -54,9 +54,25 @@ def _prompt_for(text_or_messages: Prompt, instructions: str) -> Prompt:
 
 def _record_from(target: Any, definition: ToolDefinition, result: RunResult) -> Any:
     if result.stop_reason is StopReason.TERMINAL_TOOL and isinstance(result.output, dict):
-        if _is_model_class(target):
-            return target.model_validate(result.output)
-        return dict(result.output)
+        if not _is_model_class(target):
+            return dict(result.output)
+        accepted = [t for t in result.trail if t.name == definition.name and not t.is_error]
+        # The validated arguments use field names; what the model sent uses the aliases. One
+        # of the two builds the instance (the validator already accepted the call).
+        candidates = [result.output] + ([accepted[-1].arguments] if accepted else [])
+        failure: Exception | None = None
+        for candidate in candidates:
+            try:
+                return target.model_validate(candidate)
+            except ValueError as exc:  # pydantic's ValidationError is a ValueError
+                failure = exc
+        raise ExtractionError(
+            f"extraction failed: the accepted {definition.name!r} arguments do not build the "
+            f"model: {failure}",
+            attempts=len(accepted),
+            last_error=str(failure),
+            result=result,
+        )
     attempts = sum(1 for t in result.trail if t.name == definition.name)
     errors = [t.output for t in result.trail if t.name == definition.name and t.is_error]
     last_error = errors[-1] if errors else ""

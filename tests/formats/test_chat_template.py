@@ -171,6 +171,16 @@ def test_sandbox_blocks_attribute_escape():
         ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>", "deepseek_v3"),
         ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>{{ name }}<｜tool▁sep｜>", "deepseek_v31"),
         ("```tool_code\\n", "gemma_tool_code"),
+        ("<|tool_calls_section_begin|>", "kimi_k2"),
+        ("<minimax:tool_call><invoke name=", "minimax_m2"),
+        ("<seed:tool_call><function=", "seed_oss"),
+        ("<|tool_call>call:", "gemma4"),
+        ("<|tool_call_start|>[", "lfm2"),
+        ("<function_calls>", "olmo3"),
+        ("<|tool_call|>[", "granite"),
+        ("<TOOLCALL>[", "nemotron"),
+        ("<tool_calls>[", "jamba"),
+        ("functools[", "phi4_mini"),
     ],
 )
 def test_detect_format(template, expected):

@@ -213,6 +213,88 @@ CASES = [
 ]
 
 
+CASES += [
+    (
+        "kimi_k2",
+        "Sure.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+        '{"city": "Paris"}<|tool_call_end|><|tool_call_begin|>functions.today:1<|tool_call_argument_begin|>{}'
+        "<|tool_call_end|><|tool_calls_section_end|>",
+        "Sure.",
+        "",
+        [W, T],
+        0,
+    ),
+    (
+        "seed_oss",
+        "<seed:think>hm</seed:think><seed:tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n"
+        "</parameter>\n</function>\n</seed:tool_call>",
+        "",
+        "hm",
+        [W],
+        0,
+    ),
+    (
+        "minimax_m2",
+        '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
+        '<parameter name="days">2</parameter>\n</invoke>\n<invoke name="today">\n</invoke>\n</minimax:tool_call>',
+        "",
+        "",
+        [("get_weather", {"city": "Paris", "days": 2}), T],
+        0,
+    ),
+    (
+        "lfm2",
+        'Ok <|tool_call_start|>[get_weather(city="Paris")]<|tool_call_end|> done',
+        "Ok  done",
+        "",
+        [W],
+        0,
+    ),
+    (
+        "lfm2",
+        '[get_weather(city="Paris")] is not wrapped',
+        '[get_weather(city="Paris")] is not wrapped',
+        "",
+        [],
+        0,
+    ),
+    (
+        "olmo3",
+        '<function_calls>\nget_weather(city="Paris")\ntoday()\n</function_calls>',
+        "",
+        "",
+        [W, T],
+        0,
+    ),
+    (
+        "granite",
+        '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]',
+        "",
+        "",
+        [W],
+        0,
+    ),
+    (
+        "jamba",
+        'x<tool_calls>[{"name": "today", "arguments": {}}, {"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_calls>y',
+        "xy",
+        "",
+        [T, W],
+        0,
+    ),
+    (
+        "phi4_mini",
+        'functools[{"name": "get_weather", "arguments": {"city": "Paris"}}]',
+        "",
+        "",
+        [W],
+        0,
+    ),
+    ("phi4_mini", "import functools in Python", "import functools in Python", "", [], 0),
+    ("nemotron", '<TOOLCALL>[{"name": "today", "arguments": {}}]</TOOLCALL>', "", "", [T], 0),
+]
+
+
 @pytest.mark.parametrize(("fmt", "text", "content", "reasoning", "calls", "errors"), CASES)
 def test_format_output(fmt, text, content, reasoning, calls, errors):
     parser = get_parser(fmt)
@@ -276,6 +358,16 @@ def test_pythonic_calls_are_emitted_as_each_closes():
     assert [e.call.name for e in events if hasattr(e, "call")] == ["get_weather"]
     events = stream.feed("day()]") + stream.close()
     assert [e.call.name for e in events if hasattr(e, "call")] == ["today"]
+
+
+def test_kimi_k2_call_id_is_the_header():
+    result = get_parser("kimi_k2").parse(
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.today:0<|tool_call_argument_begin|>{}"
+        "<|tool_call_end|><|tool_calls_section_end|>",
+        TOOLS,
+    )
+    assert result.tool_calls[0].id == "functions.today:0"
+    assert result.tool_calls[0].name == "today"
 
 
 def test_mistral_v11_keeps_the_call_id():

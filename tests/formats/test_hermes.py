@@ -163,11 +163,19 @@ def test_missing_brace_before_closing_tag_recovers_arguments_with_error():
     assert "unbalanced" in result.errors[0].message
 
 
-def test_block_without_json_is_an_error_with_raw_text():
-    result = assert_stream_equals_parse(P, "<tool_call>get_weather(city='x')</tool_call>after")
+def test_block_without_json_is_kept_as_text_and_reported():
+    text = "<tool_call>get_weather(city='x')</tool_call>after"
+    result = assert_stream_equals_parse(P, text)
     assert result.tool_calls == ()
-    assert result.text == "after"
-    assert result.errors[0].raw == "<tool_call>get_weather(city='x')"
+    assert result.text == text
+    assert result.errors[0].raw == "<tool_call>"
+
+
+def test_literal_tag_in_prose_does_not_swallow_the_rest():
+    text = "Wrap calls in a <tool_call> tag, then wait. " * 3
+    result = assert_stream_equals_parse(P, text)
+    assert result.text == text
+    assert len(result.errors) == 3
 
 
 def test_split_markers_never_leak_into_text():

@@ -12,9 +12,7 @@ from tooluse.formats import available_formats, collect_events, get_parser
 
 from .helpers import check_events, summary
 
-SETTINGS = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 names = st.from_regex(r"[a-z][a-z0-9_]{0,11}", fullmatch=True)
 keys = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True)
@@ -23,14 +21,10 @@ plain = st.text(
     alphabet=st.characters(blacklist_characters="<[{`|\\]}\r", blacklist_categories=("Cs",)),
     max_size=30,
 )
-scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=20)
-)
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=20))
 values = st.recursive(
     scalars,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=3)
-    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=3)),
     max_leaves=8,
 )
 arguments = st.dictionaries(keys, values, max_size=4)
@@ -195,14 +189,64 @@ def test_harmony_roundtrip(reasoning, final, cs, data):
 
 # Garbage built from pieces of every format's markers, quotes, braces and plain text.
 FRAGMENTS = [
-    "<tool_call>", "</tool_call>", "<think>", "</think>", "<function=", "<parameter=",
-    "</parameter>", "</function>", "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "<|python_tag|>",
-    "<|python_start|>", "<|python_end|>", "<|eom_id|>", "```tool_code", "```",
-    "<start_function_call>", "<end_function_call>", "<escape>", "<|tool_call>", "<tool_call|>",
-    '<|"|>', "<|channel|>", "<|message|>", "<|start|>", "<|end|>", "<|call|>", "to=functions.f",
-    "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>",
-    '{"name": "f", "arguments": {', '"', "'", "\\", "{", "}", "[", "]", "(", ")", ",", ":", ";",
-    "=", "f(", "call:f{", "\n", " ", "x", "é", "<", "<|", "\x00", "True", "null",
+    "<tool_call>",
+    "</tool_call>",
+    "<think>",
+    "</think>",
+    "<function=",
+    "<parameter=",
+    "</parameter>",
+    "</function>",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "[CALL_ID]",
+    "<|python_tag|>",
+    "<|python_start|>",
+    "<|python_end|>",
+    "<|eom_id|>",
+    "```tool_code",
+    "```",
+    "<start_function_call>",
+    "<end_function_call>",
+    "<escape>",
+    "<|tool_call>",
+    "<tool_call|>",
+    '<|"|>',
+    "<|channel|>",
+    "<|message|>",
+    "<|start|>",
+    "<|end|>",
+    "<|call|>",
+    "to=functions.f",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁sep｜>",
+    "<｜tool▁call▁end｜>",
+    '{"name": "f", "arguments": {',
+    '"',
+    "'",
+    "\\",
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    ",",
+    ":",
+    ";",
+    "=",
+    "f(",
+    "call:f{",
+    "\n",
+    " ",
+    "x",
+    "é",
+    "<",
+    "<|",
+    "\x00",
+    "True",
+    "null",
 ]
 garbage = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=40).map("".join)
 
@@ -217,3 +261,72 @@ def test_garbage_never_crashes_and_streams_like_parse(text, data):
         events = _stream(parser, pieces)
         check_events(events)
         assert summary(collect_events(events)) == summary(whole), fmt
+
+
+JSON_LISTS = {
+    "granite": ("<|tool_call|>", ""),
+    "jamba": ("<tool_calls>", "</tool_calls>"),
+    "phi4_mini": ("functools", ""),
+    "nemotron": ("<TOOLCALL>", "</TOOLCALL>"),
+}
+
+
+@SETTINGS
+@given(before=plain, cs=calls, data=st.data())
+def test_json_list_formats_roundtrip(before, cs, data):
+    body = _j([{"name": n, "arguments": a} for n, a in cs])
+    for fmt, (open_, close) in JSON_LISTS.items():
+        _roundtrip(fmt, before + open_ + body + close, data, cs, before)
+
+
+@SETTINGS
+@given(before=plain, after=plain, cs=calls, data=st.data())
+def test_kimi_k2_roundtrip(before, after, cs, data):
+    inner = "".join(
+        f"<|tool_call_begin|>functions.{n}:{i}<|tool_call_argument_begin|>{_j(a)}<|tool_call_end|>"
+        for i, (n, a) in enumerate(cs)
+    )
+    text = before + "<|tool_calls_section_begin|>" + inner + "<|tool_calls_section_end|>" + after
+    _roundtrip("kimi_k2", text, data, cs, before + after)
+
+
+@SETTINGS
+@given(after=plain, cs=calls, data=st.data())
+def test_lfm2_and_olmo3_roundtrip(after, cs, data):
+    def call(n, a):
+        return f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")"
+
+    listed = "[" + ", ".join(call(n, a) for n, a in cs) + "]"
+    _roundtrip(
+        "lfm2", "<|tool_call_start|>" + listed + "<|tool_call_end|>" + after, data, cs, after
+    )
+    lines = "\n".join(call(n, a) for n, a in cs)
+    _roundtrip(
+        "olmo3", "<function_calls>\n" + lines + "\n</function_calls>" + after, data, cs, after
+    )
+
+
+@SETTINGS
+@given(before=plain, query=xml_text, data=st.data())
+def test_seed_oss_and_minimax_roundtrip(before, query, data):
+    from .helpers import SEARCH
+
+    texts = {
+        "seed_oss": f"<seed:tool_call>\n<function=search>\n<parameter=query>\n{query}\n</parameter>\n"
+        "</function>\n</seed:tool_call>",
+        "minimax_m2": f'<minimax:tool_call>\n<invoke name="search">\n<parameter name="query">{query}'
+        "</parameter>\n</invoke>\n</minimax:tool_call>",
+    }
+    for fmt, body in texts.items():
+        parser = get_parser(fmt)
+        text = before + body
+        whole = parser.parse(text, (SEARCH,))
+        assert [(c.name, c.arguments) for c in whole.tool_calls] == [("search", {"query": query})]
+        assert whole.text == before
+        stream = parser.stream((SEARCH,))
+        events = []
+        for piece in _split(data, text):
+            events += stream.feed(piece)
+        events += stream.close()
+        check_events(events)
+        assert summary(collect_events(events)) == summary(whole)

@@ -313,3 +313,17 @@ def test_bedrock_sigv4_signature_headers(server):
     assert headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
     assert "/us-west-2/bedrock/aws4_request" in headers["authorization"]
     assert "x-amz-date" in headers
+
+
+def test_bedrock_without_botocore_names_the_extra(monkeypatch):
+    import sys
+
+    from tooluse import MissingDependencyError
+
+    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
+    for name in [m for m in sys.modules if m == "botocore" or m.startswith("botocore.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "botocore", None)
+    with pytest.raises(MissingDependencyError) as info:
+        BedrockBackend("amazon.nova-lite-v1:0", api_key="")
+    assert info.value.extra == "bedrock" and "tooluse[bedrock]" in str(info.value)

@@ -74,3 +74,26 @@ def test_register_prefix_and_refuse_silent_override():
         model_registry._FACTORIES.pop("scripted-test", None)
     with pytest.raises(ValueError):
         register_model_prefix("bad:prefix", factory)
+
+
+def test_http_backends_satisfy_the_backend_protocol():
+    from tooluse.providers import Backend
+
+    backend = load_model("openai-compatible:http://127.0.0.1:9/v1")
+    assert isinstance(backend, Backend)
+    assert backend.capabilities.supports_function_calling
+    for name in ("generate", "agenerate", "stream_with_tools", "astream_with_tools", "close"):
+        assert callable(getattr(backend, name))
+
+
+def test_capability_matrix_per_backend(monkeypatch):
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "b-x")
+    nova = load_model("bedrock:amazon.nova-pro-v1:0").capabilities
+    llama = load_model("bedrock:meta.llama3-1-70b-instruct-v1:0").capabilities
+    assert not nova.supports_tool_choice_none and nova.supports_named_tool_choice
+    assert not llama.supports_named_tool_choice and not llama.supports_error_results
+    anth = AnthropicBackend("m", api_key="k", forced_choice_supported=False).capabilities
+    assert not anth.supports_tool_choice_required and anth.supports_error_results
+    assert not load_model(
+        "openai-compatible:http://127.0.0.1:9/v1"
+    ).capabilities.supports_error_results

@@ -282,3 +282,33 @@ def test_async_run_in_two_event_loops_reuses_backend(server):
     b = backend(server)
     assert asyncio.run(b.agenerate([ChatMessage.user("1")])).text == "a"
     assert asyncio.run(b.agenerate([ChatMessage.user("2")])).text == "b"
+
+
+async def test_async_retry_then_success_and_async_timeout(server):
+    server.replies += [
+        Reply(status=502, json={"error": "bad gateway"}),
+        Reply(json=completion({"content": "recovered"})),
+        Reply(sleep=1.0, json=completion({"content": "late"})),
+    ]
+    b = backend(server)
+    assert (await b.agenerate([ChatMessage.user("hi")])).text == "recovered"
+    slow = backend(server, timeout=0.2, retry=RetryPolicy(max_retries=0))
+    with pytest.raises(BackendTimeoutError):
+        await slow.agenerate([ChatMessage.user("hi")])
+    await b.aclose()
+    await slow.aclose()
+
+
+def test_retry_after_header_is_honoured_within_its_cap():
+    policy = RetryPolicy(backoff=0.5, max_backoff=4.0, max_retry_after=10.0)
+    assert policy.delay(0, "3") == 3.0
+    assert policy.delay(0, "120") == 10.0
+    assert 0.25 <= policy.delay(1, "Wed, 21 Oct 2015 07:28:00 GMT") <= 1.0
+    assert policy.delay(10) <= 4.0
+
+
+def test_missing_openai_key_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(BackendError, match="OPENAI_API_KEY"):
+        OpenAIBackend("gpt-4o")

@@ -70,6 +70,7 @@ def test_golden_request_results_alone_in_their_user_turn_with_error_status():
                 },
             ],
         },
+        {"role": "assistant", "content": [{"text": bedrock.RESULTS_ACK_TEXT}]},
         {"role": "user", "content": [{"text": "Thanks. Anything else?"}]},
     ]
     assert body["toolConfig"]["toolChoice"] == {"any": {}}

@@ -268,3 +268,16 @@ def test_stream_call_without_id_gets_one_synthetic_id_in_both_events():
     closing, result = assembler.finish()
     assert started[0].id == closing[0].call.id == result.tool_calls[0].id != ""
     assert result.tool_calls[0].synthetic_id
+
+
+def test_reasoning_models_get_max_completion_tokens():
+    params = SamplingParams(max_tokens=50)
+    assert (
+        openai_chat.encode_request([ChatMessage.user("x")], params=params, model="o4-mini")[
+            "max_completion_tokens"
+        ]
+        == 50
+    )
+    assert "max_completion_tokens" not in openai_chat.encode_request(
+        [ChatMessage.user("x")], params=params, model="qwen"
+    )

@@ -16,8 +16,15 @@ def test_strict_schemas_per_provider():
     assert function["strict"] is True and function["parameters"]["additionalProperties"] is False
     responses = openai_responses.encode_request([ChatMessage.user("x")], [WEATHER], strict=True)
     assert responses["tools"][0]["strict"] is True
-    assert anthropic.encode_request([ChatMessage.user("x")], [WEATHER], strict=True)["tools"][0]["strict"] is True
-    spec = bedrock.encode_request([ChatMessage.user("x")], [WEATHER], strict=True)["toolConfig"]["tools"][0]
+    assert (
+        anthropic.encode_request([ChatMessage.user("x")], [WEATHER], strict=True)["tools"][0][
+            "strict"
+        ]
+        is True
+    )
+    spec = bedrock.encode_request([ChatMessage.user("x")], [WEATHER], strict=True)["toolConfig"][
+        "tools"
+    ][0]
     assert spec["toolSpec"]["strict"] is True
     config = gemini.encode_request([ChatMessage.user("x")], [WEATHER], strict=True)["toolConfig"]
     assert config == {"functionCallingConfig": {"mode": "VALIDATED"}}
@@ -31,7 +38,13 @@ def test_invalid_argument_json_becomes_a_model_facing_error():
             {
                 "message": {
                     "role": "assistant",
-                    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{city: Paris"}}],
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": "{city: Paris"},
+                        }
+                    ],
                 },
                 "finish_reason": "tool_calls",
             }
@@ -54,7 +67,16 @@ def test_invalid_argument_json_becomes_a_model_facing_error():
 
 @pytest.mark.parametrize("raw", ["", None, "null", "  "])
 def test_empty_arguments_are_an_empty_object(raw):
-    body = {"choices": [{"message": {"tool_calls": [{"id": "c", "function": {"name": "get_time", "arguments": raw}}]}, "finish_reason": "tool_calls"}]}
+    body = {
+        "choices": [
+            {
+                "message": {
+                    "tool_calls": [{"id": "c", "function": {"name": "get_time", "arguments": raw}}]
+                },
+                "finish_reason": "tool_calls",
+            }
+        ]
+    }
     call = openai_chat.decode_response(body).tool_calls[0]
     assert call.arguments == {} and call.raw_arguments is None
 
@@ -85,3 +107,50 @@ def test_results_of_different_turns_are_never_merged():
     msgs = anthropic.encode_request(history, [TIME])["messages"]
     assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant", "user"]
     assert [len(m["content"]) for m in msgs] == [1, 1, 1, 1, 1]
+
+
+def test_sse_parser_events_comments_multiline_data_and_done():
+    from tooluse.providers.http_transport import iter_sse_data
+
+    lines = [
+        ": keep-alive",
+        "event: message_start",
+        'data: {"a":',
+        "data: 1}",
+        "",
+        "data: plain",
+        "",
+        "data: [DONE]",
+        "",
+        "data: after-done",
+        "",
+    ]
+    assert list(iter_sse_data(iter(lines))) == [("message_start", '{"a":\n1}'), ("", "plain")]
+    assert list(iter_sse_data(iter(["data: no trailing blank line"]))) == [
+        ("", "no trailing blank line")
+    ]
+
+
+def test_made_up_tool_names_in_history_are_made_sendable_for_every_provider():
+    from tooluse.providers.call_ids import wire_tool_name
+
+    bad = "get weather!"
+    history = [
+        ChatMessage.user("q"),
+        ChatMessage.assistant(tool_calls=[ToolCall(id="c1", name=bad, arguments={})]),
+        ChatMessage.tool_result(ToolResult.failure("c1", bad, "unknown tool 'get weather!'")),
+        ChatMessage.user("try again"),
+    ]
+    name = wire_tool_name(bad)
+    assert name == wire_tool_name(bad) and name.startswith("get_weather_") and len(name) <= 64
+    assert wire_tool_name("get_weather") == "get_weather"
+    anth = anthropic.encode_request(history, [WEATHER])
+    assert anth["messages"][1]["content"][0]["name"] == name
+    chat = openai_chat.encode_request(history, [WEATHER])
+    assert chat["messages"][1]["tool_calls"][0]["function"]["name"] == name
+    gem = gemini.encode_request(history, [])
+    assert gem["contents"][1]["parts"][0]["functionCall"]["name"] == name
+    assert gem["contents"][2]["parts"][0]["functionResponse"]["name"] == name
+    assert any(t["name"] == name for t in gem["tools"][0]["functionDeclarations"])
+    br = bedrock.encode_request(history, [], model="anthropic.claude")
+    assert br["messages"][1]["content"][0]["toolUse"]["name"] == name

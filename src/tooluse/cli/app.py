@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from tooluse.cli import formats_cmd, local_cmd, mcp_cmd
+from tooluse.cli import evals_cmd, formats_cmd, local_cmd, mcp_cmd
 
 app = typer.Typer(
     name="tooluse",
@@ -30,7 +30,7 @@ def version() -> None:
     typer.echo(__version__)
 
 
-for _module in (formats_cmd, local_cmd, mcp_cmd):
+for _module in (formats_cmd, local_cmd, mcp_cmd, evals_cmd):
     _module.register(app)
 
 

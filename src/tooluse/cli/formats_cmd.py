@@ -36,7 +36,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("parse")
     def parse_command(
-        format: str = typer.Option(..., "--format", "-f", help="Format name (see `tooluse formats`)."),
+        format: str = typer.Option(
+            ..., "--format", "-f", help="Format name (see `tooluse formats`)."
+        ),
         stream: bool = typer.Option(
             False, "--stream", help="Read stdin incrementally and print one JSON event per line."
         ),

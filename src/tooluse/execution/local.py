@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, Union
 
 from tooluse.errors import ToolDefinitionError, ToolNotFoundError
+from tooluse.execution.worker_threads import DaemonThreadPool
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 
@@ -178,7 +179,7 @@ def _as_tool(obj: Any) -> ToolDefinition:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Prepared:
+class PreparedCall:
     """A call that passed lookup and validation and is ready to run."""
 
     call: ToolCall
@@ -201,7 +202,8 @@ class SimpleToolExecutor:
     ``injected`` values (e.g. ``{"agent": agent}``) are passed to parameters marked injected.
     ``timeout`` (seconds, ``None`` for none) applies to every tool unless ``timeouts`` names a
     tool; a sync tool that times out keeps running in its worker thread (threads cannot be
-    killed) but its result is discarded. Outputs longer than ``max_output_chars`` are truncated.
+    killed; it runs in a daemon thread, so it never keeps the program from exiting) but its
+    result is discarded. Outputs longer than ``max_output_chars`` are truncated.
     """
 
     def __init__(
@@ -225,7 +227,7 @@ class SimpleToolExecutor:
         self.before = tuple(before)
         self.after = tuple(after)
         self._max_workers = max_workers
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._pool: DaemonThreadPool | None = None
         self._pool_lock = threading.Lock()
 
     # -- description ---------------------------------------------------------------------------
@@ -245,7 +247,7 @@ class SimpleToolExecutor:
 
     # -- shared steps (pure) -------------------------------------------------------------------
 
-    def prepare(self, call: ToolCall) -> _Prepared | ToolResult:
+    def prepare(self, call: ToolCall) -> PreparedCall | ToolResult:
         """Look the tool up and validate the arguments; a failure result when either fails."""
         definition = self._by_name.get(call.name)
         if definition is None:
@@ -256,7 +258,7 @@ class SimpleToolExecutor:
             arguments = definition.validate_arguments(_call_arguments(call))
         except Exception as exc:  # every validation problem is the model's to fix
             return ToolResult.failure(call.id, call.name, exc)
-        return _Prepared(call=call, definition=definition, arguments=dict(arguments))
+        return PreparedCall(call=call, definition=definition, arguments=dict(arguments))
 
     def _finish(self, call: ToolCall, output: Any, started: float) -> ToolResult:
         """Turn what a tool returned into its result: passthrough, render, truncate, time."""
@@ -329,31 +331,29 @@ class SimpleToolExecutor:
             or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
         )
 
-    def _no_implementation(self, prepared: _Prepared) -> ToolResult | None:
+    def _no_implementation(self, prepared: PreparedCall) -> ToolResult | None:
         if prepared.definition.function is None:
             return self._failure(
                 prepared.call, f"tool {prepared.call.name!r} has no implementation to run"
             )
         return None
 
-    def _invoke_sync(self, prepared: _Prepared) -> Any:
+    def _invoke_sync(self, prepared: PreparedCall) -> Any:
         return prepared.definition.invoke(
             prepared.arguments, injected=self.injected, call_id=prepared.call.id, validate=False
         )
 
-    async def _invoke_async(self, prepared: _Prepared) -> Any:
+    async def _invoke_async(self, prepared: PreparedCall) -> Any:
         return await prepared.definition.ainvoke(
             prepared.arguments, injected=self.injected, call_id=prepared.call.id, validate=False
         )
 
     # -- sync path -----------------------------------------------------------------------------
 
-    def _thread_pool(self) -> concurrent.futures.ThreadPoolExecutor:
+    def _thread_pool(self) -> DaemonThreadPool:
         with self._pool_lock:
             if self._pool is None:
-                self._pool = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=self._max_workers, thread_name_prefix="tooluse-tool"
-                )
+                self._pool = DaemonThreadPool(self._max_workers)
             return self._pool
 
     def _run_hooks_before(self, call: ToolCall) -> ToolCall | ToolResult:
@@ -375,7 +375,7 @@ class SimpleToolExecutor:
             result = self._apply_after(result, verdict)
         return result
 
-    def _start_sync(self, call: ToolCall) -> tuple[ToolCall, ToolResult | _Prepared]:
+    def _start_sync(self, call: ToolCall) -> tuple[ToolCall, ToolResult | PreparedCall]:
         """Hooks, lookup and validation; a result when the call ends before it runs."""
         outcome = self._run_hooks_before(call)
         if isinstance(outcome, ToolResult):
@@ -387,7 +387,7 @@ class SimpleToolExecutor:
         missing = self._no_implementation(prepared)
         return call, (missing if missing is not None else prepared)
 
-    def _body_sync(self, prepared: _Prepared) -> Any:
+    def _body_sync(self, prepared: PreparedCall) -> Any:
         """Run one prepared call to its raw output (in whatever thread calls this)."""
         if self._is_async_tool(prepared.definition):
             return run_coroutine_blocking(self._invoke_async(prepared))

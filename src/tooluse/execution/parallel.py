@@ -20,9 +20,9 @@ from tooluse.execution.local import (
     AfterHook,
     BeforeHook,
     CancellationToken,
+    PreparedCall,
     SimpleToolExecutor,
     ToolsArg,
-    _Prepared,
 )
 from tooluse.messages import ToolCall, ToolResult
 
@@ -84,7 +84,7 @@ class AsyncToolExecutor(SimpleToolExecutor):
             result = self._apply_after(result, verdict)
         return result
 
-    async def _run_prepared_async(self, prepared: _Prepared) -> Any:
+    async def _run_prepared_async(self, prepared: PreparedCall) -> Any:
         if self._is_async_tool(prepared.definition):
             return await self._invoke_async(prepared)
         loop = asyncio.get_running_loop()
@@ -209,12 +209,12 @@ class AsyncToolExecutor(SimpleToolExecutor):
         if cancel is not None and cancel.cancelled:
             return tuple(self._cancelled(call, started) for call in calls)
         pool = self._thread_pool()
-        entries: list[tuple[ToolCall, ToolResult | _Prepared]] = [
+        entries: list[tuple[ToolCall, ToolResult | PreparedCall]] = [
             self._start_sync(call) for call in calls
         ]
         futures: dict[int, concurrent.futures.Future[Any]] = {}
         for index, (_, state) in enumerate(entries):
-            if isinstance(state, _Prepared):
+            if isinstance(state, PreparedCall):
                 futures[index] = pool.submit(self._body_sync, state)
         fired: concurrent.futures.Future[None] = concurrent.futures.Future()
         if cancel is not None:

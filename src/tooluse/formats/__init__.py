@@ -25,12 +25,50 @@ from tooluse.formats.chat_template import (
     template_uses_tools,
     tool_to_template_dict,
 )
-from tooluse.formats.hermes import HermesToolCallParser
+from tooluse.formats.gemma_calls import FunctionGemmaParser, Gemma4Parser
+from tooluse.formats.harmony import HarmonyParser
+from tooluse.formats.hermes import (
+    GraniteParser,
+    HermesToolCallParser,
+    JambaParser,
+    NemotronParser,
+    Phi4MiniParser,
+)
+from tooluse.formats.json_formats import (
+    DeepSeekV3Parser,
+    DeepSeekV31Parser,
+    KimiK2Parser,
+    Llama3JsonParser,
+    MistralParser,
+    MistralV11Parser,
+)
+from tooluse.formats.pythonic import GemmaToolCodeParser, Lfm2Parser, Olmo3Parser, PythonicParser
 from tooluse.formats.registry import available_formats, get_parser, register_format
+from tooluse.formats.xml_params import MiniMaxM2Parser, Qwen3CoderParser, SeedOssParser
 
 __all__ = [
+    "DeepSeekV31Parser",
+    "DeepSeekV3Parser",
+    "FunctionGemmaParser",
+    "Gemma4Parser",
+    "GemmaToolCodeParser",
+    "GraniteParser",
+    "HarmonyParser",
     "HermesToolCallParser",
+    "JambaParser",
+    "KimiK2Parser",
+    "Lfm2Parser",
+    "Llama3JsonParser",
+    "MiniMaxM2Parser",
+    "MistralParser",
+    "MistralV11Parser",
+    "NemotronParser",
+    "Olmo3Parser",
     "ParsedToolResponse",
+    "Phi4MiniParser",
+    "PythonicParser",
+    "Qwen3CoderParser",
+    "SeedOssParser",
     "StreamMachine",
     "TextFormatParser",
     "ToolCallParser",

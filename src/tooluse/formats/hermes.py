@@ -1,6 +1,7 @@
 """Hermes / Qwen2.5 / Qwen3 format: ``<tool_call>{"name": .., "arguments": {..}}</tool_call>``.
 
-Also read: a list of calls inside one block (``<tool_call>[{..}, {..}]</tool_call>``, as SmolLM2
+An opening tag that is not followed by JSON is kept as text (and reported). Also read: a list
+of calls inside one block (``<tool_call>[{..}, {..}]</tool_call>``, as SmolLM2
 writes), ``parameters`` instead of ``arguments``, arguments as a JSON string or with Python
 literals, an unclosed last block (output cut at the stop token), and ``<think>`` reasoning.
 """
@@ -15,7 +16,15 @@ from tooluse.formats.json_calls import JsonCallMachine
 from tooluse.formats.lexer import MarkerSet
 from tooluse.tools.definition import ToolDefinition
 
-__all__ = ["HermesMachine", "HermesToolCallParser", "hermes_tools_prompt"]
+__all__ = [
+    "GraniteParser",
+    "HermesMachine",
+    "HermesToolCallParser",
+    "JambaParser",
+    "NemotronParser",
+    "Phi4MiniParser",
+    "hermes_tools_prompt",
+]
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
@@ -24,14 +33,15 @@ CLOSE = "</tool_call>"
 class HermesMachine(JsonCallMachine):
     """Streaming reader of the Hermes format."""
 
-    open_marker = OPEN
-    close_marker = CLOSE
+    open_marker: str = OPEN
+    close_marker: str | None = CLOSE
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         markers = [self.open_marker] + ([self.think_open] if self.think_open else [])
         self._text_markers = MarkerSet(markers)
-        self._terminators = MarkerSet([self.close_marker, self.open_marker])
+        ends = [self.open_marker] + ([self.close_marker] if self.close_marker else [])
+        self._terminators = MarkerSet(ends)
         self._state = "text"
 
     def _step(self) -> bool:
@@ -52,17 +62,24 @@ class HermesMachine(JsonCallMachine):
             progress = self._scan_body()
             if progress is not None:
                 return progress
-            self._state = "raw" if self._end_body() == "invalid" else "after"
-            return True
-        if self._state == "raw":  # a block that is not JSON: keep its text whole for the report
-            raw = self._collect_raw(self._terminators)
-            if raw is None:
-                return False
-            self._end_invalid(raw)
-            self._state = "after"
+            if self._end_body() != "invalid":
+                self._state = "after"
+                return True
+            # Not followed by JSON: the opener was literal text (prose about the format, or the
+            # word "functools"); keep it as text so nothing after it is swallowed, and report it
+            # when the format has a closing marker (a real but malformed call attempt).
+            lead = "".join(self._raw_parts)
+            self._raw_parts = []
+            self._emit_text(self.open_marker + lead)
+            if self.close_marker is not None:
+                self._error(
+                    f"{self.open_marker!r} is not followed by a JSON call; kept as text",
+                    self.open_marker,
+                )
+            self._state = "text"
             return True
         # "after" a body: drop the closing marker when it follows
-        if self._skip_closing(self.close_marker) is None:
+        if self.close_marker and self._skip_closing(self.close_marker) is None:
             return False
         self._state = "text"
         return True
@@ -103,3 +120,41 @@ class HermesToolCallParser(TextFormatParser):
 
     def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
         return hermes_tools_prompt(tools)
+
+
+def _json_list_parser(
+    name: str, open_marker: str, close_marker: str | None, doc: str
+) -> type[TextFormatParser]:
+    machine = type(
+        f"_{name}Machine",
+        (HermesMachine,),
+        {"open_marker": open_marker, "close_marker": close_marker},
+    )
+
+    def format_tools(self: TextFormatParser, tools: Sequence[ToolDefinition]) -> str:
+        schemas = json.dumps([t.to_openai_schema() for t in tools], ensure_ascii=False, indent=2)
+        example = open_marker + '[{"name": <function-name>, "arguments": <args-json-object>}]'
+        return (
+            "You have access to the following functions:\n" + schemas + "\n\nTo call functions, "
+            "reply with " + example + (close_marker or "")
+        )
+
+    return type(
+        f"{name.title().replace('_', '')}Parser",
+        (TextFormatParser,),
+        {"name": name, "machine": machine, "format_tools": format_tools, "__doc__": doc},
+    )
+
+
+GraniteParser = _json_list_parser(
+    "granite", "<|tool_call|>", None, "Granite 3.x: ``<|tool_call|>[{name, arguments}, ...]``."
+)
+JambaParser = _json_list_parser(
+    "jamba", "<tool_calls>", "</tool_calls>", "Jamba / Hunyuan: ``<tool_calls>[...]</tool_calls>``."
+)
+Phi4MiniParser = _json_list_parser(
+    "phi4_mini", "functools", None, "Phi-4-mini / Firefunction: ``functools[{...}, ...]``."
+)
+NemotronParser = _json_list_parser(
+    "nemotron", "<TOOLCALL>", "</TOOLCALL>", "Nemotron: ``<TOOLCALL>[...]</TOOLCALL>``."
+)

@@ -95,6 +95,8 @@ class JsonCallMachine(StreamMachine):
         raw = self._prefix + self._body_raw()
         self._scanner = None
         if scanner.invalid:
+            # what the raw state gathers next starts after the skipped whitespace
+            self._raw_parts = ["".join(scanner.leading)]
             return "invalid"
         return self._end_scanned(scanner, raw)
 
@@ -243,7 +245,8 @@ class JsonCallMachine(StreamMachine):
 
     def _finish(self) -> None:
         if self._scanner is not None and self._end_body() == "invalid":
-            self._end_invalid(self._remaining())
+            self._end_invalid("".join(self._raw_parts) + self._remaining())
+            self._raw_parts = []
             self._pos = len(self._buf)
 
 

@@ -27,6 +27,7 @@ from tooluse.tools.definition import ToolDefinition
 __all__ = [
     "DeepSeekV3Parser",
     "DeepSeekV31Parser",
+    "KimiK2Parser",
     "Llama3JsonParser",
     "MistralParser",
     "MistralV11Parser",
@@ -312,17 +313,20 @@ _DS_SEP = "<｜tool▁sep｜>"
 
 class _DeepSeekMachine(_JsonFormatMachine):
     fenced = True  # V3/R1 put the arguments in a ```json fence; V3.1 does not
+    calls_begin, calls_end = _DS_CALLS_BEGIN, _DS_CALLS_END
+    call_begin, call_end, sep = _DS_CALL_BEGIN, _DS_CALL_END, _DS_SEP
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._state = "text"
-        self._text_markers = MarkerSet([_DS_CALLS_BEGIN, _DS_CALL_BEGIN, "<think>"])
-        self._calls_markers = MarkerSet([_DS_CALL_BEGIN, _DS_CALLS_END])
-        self._header_end = MarkerSet([_DS_SEP, _DS_CALL_END, _DS_CALLS_END])
-        self._name_end = MarkerSet(["\n", _DS_CALL_END, _DS_CALLS_END])
-        ends = [_DS_CALL_END, _DS_CALLS_END] + (["```"] if self.fenced else [])
+        self._text_markers = MarkerSet([self.calls_begin, self.call_begin, "<think>"])
+        self._calls_markers = MarkerSet([self.call_begin, self.calls_end])
+        self._header_end = MarkerSet([self.sep, self.call_end, self.calls_end])
+        self._name_end = MarkerSet(["\n", self.call_end, self.calls_end])
+        ends = [self.call_end, self.calls_end] + (["```"] if self.fenced else [])
         self._terminators = MarkerSet(ends)
         self._name = ""
+        self._call_id: str | None = None
 
     def _step(self) -> bool:
         state = self._state
@@ -339,9 +343,9 @@ class _DeepSeekMachine(_JsonFormatMachine):
             self._pos = found.marker_end
             if found.marker == "<think>":
                 self._enter_reasoning()
-            elif found.marker == _DS_CALLS_BEGIN:
+            elif found.marker == self.calls_begin:
                 self._state = "calls"
-            elif found.marker == _DS_CALLS_END:
+            elif found.marker == self.calls_end:
                 self._state = "text"
             else:
                 self._state = "header"
@@ -351,14 +355,14 @@ class _DeepSeekMachine(_JsonFormatMachine):
             if got is None:
                 return False
             text, marker = got
-            if marker != _DS_SEP:
-                self._error("tool call has no separator", _DS_CALL_BEGIN + text)
-                self._state = "calls" if marker == _DS_CALL_END else "text"
+            if marker != self.sep:
+                self._error("tool call has no separator", self.call_begin + text)
+                self._state = "calls" if marker == self.call_end else "text"
                 return True
             if self.fenced:
                 self._state = "name"
             else:
-                self._name = text.strip()
+                self._name, self._call_id = self._split_header(text.strip())
                 self._state = "args"
             return True
         if state == "name":
@@ -367,8 +371,8 @@ class _DeepSeekMachine(_JsonFormatMachine):
                 return False
             self._name = got[0].strip()
             if got[1] != "\n":
-                self._error("tool call has no arguments", _DS_CALL_BEGIN + self._name)
-                self._state = "calls" if got[1] == _DS_CALL_END else "text"
+                self._error("tool call has no arguments", self.call_begin + self._name)
+                self._state = "calls" if got[1] == self.call_end else "text"
                 return True
             self._state = "fence"
             return True
@@ -380,17 +384,19 @@ class _DeepSeekMachine(_JsonFormatMachine):
             return True
         if state == "args":
             if not _NAME.fullmatch(self._name):
-                self._error("tool call has no valid name", _DS_CALL_BEGIN + self._name)
+                self._error("tool call has no valid name", self.call_begin + self._name)
                 self._state = "raw"
-                self._raw_terminators = MarkerSet([_DS_CALL_END, _DS_CALLS_END])
+                self._raw_terminators = MarkerSet([self.call_end, self.calls_end])
                 self._after_raw = "close"
                 self._prefix = ""
                 return True
-            self._open_arguments(_DS_CALL_BEGIN + self._name, self._name, self._terminators)
+            self._open_arguments(
+                self.call_begin + self._name, self._name, self._terminators, self._call_id
+            )
             self._state = "body"
             return True
         if state == "body":
-            return self._body_step("close", MarkerSet([_DS_CALL_END, _DS_CALLS_END]))
+            return self._body_step("close", MarkerSet([self.call_end, self.calls_end]))
         if state == "raw":
             raw = self._collect_raw(self._raw_terminators)
             if raw is None:
@@ -404,11 +410,15 @@ class _DeepSeekMachine(_JsonFormatMachine):
             fence = self._skip_closing("```")
             if fence is None:
                 return False
-        closed = self._skip_closing(_DS_CALL_END)
+        closed = self._skip_closing(self.call_end)
         if closed is None:
             return False
         self._state = "calls"
         return True
+
+    def _split_header(self, header: str) -> tuple[str, str | None]:
+        """The tool name (and call id, when the format embeds one) from a call header."""
+        return header, None
 
 
 class _DeepSeekV31Machine(_DeepSeekMachine):
@@ -436,3 +446,24 @@ class DeepSeekV31Parser(DeepSeekV3Parser):
 
     name = "deepseek_v31"
     machine = _DeepSeekV31Machine
+
+
+_KIMI_HEADER = re.compile(r"(?:functions\.)?([A-Za-z0-9_\-.]+?)(?::\d+)?")
+
+
+class _KimiK2Machine(_DeepSeekV31Machine):
+    calls_begin, calls_end = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
+    call_begin, call_end = "<|tool_call_begin|>", "<|tool_call_end|>"
+    sep = "<|tool_call_argument_begin|>"
+
+    def _split_header(self, header: str) -> tuple[str, str | None]:
+        # "functions.get_weather:0" is both the name and the call id
+        match = _KIMI_HEADER.fullmatch(header)
+        return (match.group(1) if match else header), header or None
+
+
+class KimiK2Parser(DeepSeekV3Parser):
+    """Kimi K2: ``<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{..}``."""
+
+    name = "kimi_k2"
+    machine = _KimiK2Machine

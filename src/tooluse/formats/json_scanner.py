@@ -30,7 +30,7 @@ __all__ = ["ARGUMENT_KEYS", "JsonScanner", "JsonSink"]
 ARGUMENT_KEYS = frozenset({"arguments", "parameters"})
 """Keys of a call object that hold its arguments (``parameters`` is Llama's spelling)."""
 
-_STRING_STOP = re.compile(r'["\\]')
+_STRING_BODY = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
 _WS = " \t\r\n"
 
 
@@ -88,8 +88,10 @@ class JsonScanner:
         self.done = False
         #: A terminator marker met outside strings before the value closed.
         self.terminated_by: str | None = None
-        #: In ``calls`` mode, the value did not start with ``{`` or ``[``.
+        #: The value did not start like one (``{``/``[`` for calls, ``{`` for arguments).
         self.invalid = False
+        #: Whitespace skipped before the value (kept so an invalid value loses nothing).
+        self.leading: list[str] = []
         self.depth = 0
         self.in_string = False
         self.escape = False
@@ -140,14 +142,12 @@ class JsonScanner:
                     self.escape = False
                     i += 1
                     continue
-                match = _STRING_STOP.search(text, i)
-                if match is None:
+                # One C-level match skips plain text and complete escapes up to the next quote.
+                body = _STRING_BODY.match(text, i)
+                j = body.end() if body is not None else i  # the pattern matches even empty text
+                if j >= n:
                     return n
-                j = match.start()
-                if text[j] == "\\":
-                    if j + 1 < n:
-                        i = j + 2
-                        continue
+                if text[j] == "\\":  # a backslash at the very end: its pair comes next
                     self.escape = True
                     return n
                 i = j + 1
@@ -156,6 +156,8 @@ class JsonScanner:
                 continue
             c = text[i]
             if c in _WS:
+                if not self.started:
+                    self.leading.append(c)
                 i += 1
                 continue
             if c in self._term_first and self.terminators is not None:
@@ -202,7 +204,7 @@ class JsonScanner:
 
     def _check_terminator(self, text: str, i: int, final: bool) -> int | None:
         assert self.terminators is not None
-        tail = text[i : i + max(len(m) for m in self.terminators.markers)]
+        tail = text[i : i + self.terminators.longest]
         for marker in self.terminators.markers:
             if tail.startswith(marker):
                 self.terminated_by = marker

@@ -25,9 +25,25 @@ class MarkerMatch:
 
 
 class MarkerSet:
-    """A fixed set of literal markers, searched with one compiled alternation."""
+    """A fixed set of literal markers, searched with one compiled alternation.
 
-    def __init__(self, markers: Iterable[str]) -> None:
+    Instances are cached by their markers (they are immutable), so building one per stream is
+    cheap.
+    """
+
+    _cache: dict[tuple[str, ...], MarkerSet] = {}
+
+    def __new__(cls, markers: Iterable[str]) -> MarkerSet:
+        key = tuple(sorted(set(markers)))
+        cached = cls._cache.get(key)
+        if cached is None:
+            cached = super().__new__(cls)
+            cached._setup(key)
+            if len(cls._cache) < 256:
+                cls._cache[key] = cached
+        return cached
+
+    def _setup(self, markers: Iterable[str]) -> None:
         unique = sorted({m for m in markers if m}, key=lambda m: (-len(m), m))
         if not unique:
             raise ValueError("a marker set needs at least one marker")
@@ -36,6 +52,7 @@ class MarkerSet:
         self._pattern = re.compile("|".join(re.escape(m) for m in unique))
         self._prefixes = frozenset(m[:i] for m in unique for i in range(1, len(m)))
         self._longest = max(len(m) for m in unique)
+        self.longest = self._longest
 
     def find(self, text: str, pos: int, final: bool) -> MarkerMatch:
         """The next marker at or after ``pos``, or how far text can be released without one.

@@ -19,7 +19,13 @@ from tooluse.formats.lexer import MarkerSet
 from tooluse.formats.literals import LiteralSyntaxError, parse_python_calls
 from tooluse.tools.definition import ToolDefinition
 
-__all__ = ["GemmaToolCodeParser", "PythonicParser", "pythonic_tools_prompt"]
+__all__ = [
+    "GemmaToolCodeParser",
+    "Lfm2Parser",
+    "Olmo3Parser",
+    "PythonicParser",
+    "pythonic_tools_prompt",
+]
 
 PY_START, PY_END = "<|python_start|>", "<|python_end|>"
 _LIST_START = re.compile(r"\[\s*[A-Za-z_][A-Za-z0-9_.]*\s*\(")
@@ -96,19 +102,23 @@ class _ListScanner:
 
 
 class _PythonicMachine(StreamMachine):
+    block_open, block_close = PY_START, PY_END
+    #: Whether a bare list at the start of the turn is read as calls.
+    bare_list = True
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._state = "start"
-        opens = [PY_START] + ([self.think_open] if self.think_open else [])
+        opens = [self.block_open] + ([self.think_open] if self.think_open else [])
         self._text_markers = MarkerSet(opens)
-        self._py_end = MarkerSet([PY_END])
+        self._py_end = MarkerSet([self.block_close])
         self._scanner: _ListScanner | None = None
         self._block_prefix = ""
 
     def _step(self) -> bool:
         state = self._state
         if state == "start":
-            verdict = self._list_ahead()
+            verdict = self._list_ahead() if self.bare_list else False
             if verdict is None:
                 return False
             if verdict:
@@ -123,7 +133,7 @@ class _PythonicMachine(StreamMachine):
             if found.marker is None:
                 return False
             self._pos = found.marker_end
-            if found.marker == PY_START:
+            if found.marker == self.block_open:
                 self._state = "block"
             else:
                 self._enter_reasoning()
@@ -136,7 +146,7 @@ class _PythonicMachine(StreamMachine):
                 return False
             self._pos = end
             if self._buf.startswith("[", end):
-                self._open_list(PY_START)
+                self._open_list(self.block_open)
             else:
                 self._state = "bare"
             return True
@@ -144,7 +154,7 @@ class _PythonicMachine(StreamMachine):
             got = self._collect_until(self._py_end)
             if got is None:
                 return False
-            self._emit_calls(got[0], PY_START + got[0] + (got[1] or ""))
+            self._emit_calls(got[0], self.block_open + got[0] + (got[1] or ""))
             self._state = "text"
             return True
         if state == "list":
@@ -152,10 +162,10 @@ class _PythonicMachine(StreamMachine):
         # "after" a list: drop <|python_end|> when it follows
         match = _WS.match(self._buf, self._pos)
         end = match.end() if match else self._pos
-        rest = self._buf[end : end + len(PY_END)]
-        if rest == PY_END:
-            self._pos = end + len(PY_END)
-        elif not self._final and PY_END.startswith(rest) and end - self._pos <= 64:
+        rest = self._buf[end : end + len(self.block_close)]
+        if rest == self.block_close:
+            self._pos = end + len(self.block_close)
+        elif not self._final and self.block_close.startswith(rest) and end - self._pos <= 64:
             return False
         self._state = "text"
         return True
@@ -261,6 +271,30 @@ class PythonicParser(TextFormatParser):
 
     def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
         return pythonic_tools_prompt(tools)
+
+
+class _Lfm2Machine(_PythonicMachine):
+    block_open, block_close = "<|tool_call_start|>", "<|tool_call_end|>"
+    bare_list = False
+
+
+class Lfm2Parser(PythonicParser):
+    """LFM2: a pythonic list between ``<|tool_call_start|>`` and ``<|tool_call_end|>``."""
+
+    name = "lfm2"
+    machine = _Lfm2Machine
+
+
+class _Olmo3Machine(_PythonicMachine):
+    block_open, block_close = "<function_calls>", "</function_calls>"
+    bare_list = False
+
+
+class Olmo3Parser(PythonicParser):
+    """Olmo 3: Python calls, one per line, inside ``<function_calls>...</function_calls>``."""
+
+    name = "olmo3"
+    machine = _Olmo3Machine
 
 
 FENCE_OPEN, FENCE_CLOSE = "```tool_code", "```"

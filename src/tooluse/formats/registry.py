@@ -8,16 +8,23 @@ from typing import Any
 from tooluse.formats.base import TextFormatParser, ToolCallParser
 from tooluse.formats.gemma_calls import FunctionGemmaParser, Gemma4Parser
 from tooluse.formats.harmony import HarmonyParser
-from tooluse.formats.hermes import HermesToolCallParser
+from tooluse.formats.hermes import (
+    GraniteParser,
+    HermesToolCallParser,
+    JambaParser,
+    NemotronParser,
+    Phi4MiniParser,
+)
 from tooluse.formats.json_formats import (
     DeepSeekV3Parser,
     DeepSeekV31Parser,
+    KimiK2Parser,
     Llama3JsonParser,
     MistralParser,
     MistralV11Parser,
 )
-from tooluse.formats.pythonic import GemmaToolCodeParser, PythonicParser
-from tooluse.formats.xml_params import Qwen3CoderParser
+from tooluse.formats.pythonic import GemmaToolCodeParser, Lfm2Parser, Olmo3Parser, PythonicParser
+from tooluse.formats.xml_params import MiniMaxM2Parser, Qwen3CoderParser, SeedOssParser
 
 __all__ = ["available_formats", "get_parser", "register_format"]
 
@@ -70,6 +77,15 @@ def _register_builtins() -> None:
         (FunctionGemmaParser, ("function_gemma",)),
         (Gemma4Parser, ()),
         (HarmonyParser, ("gpt_oss", "gpt-oss", "openai_harmony")),
+        (KimiK2Parser, ("kimi", "kimi_k2.5")),
+        (SeedOssParser, ("seed",)),
+        (MiniMaxM2Parser, ("minimax",)),
+        (Lfm2Parser, ("lfm2.5",)),
+        (Olmo3Parser, ("olmo",)),
+        (GraniteParser, ("granite3",)),
+        (JambaParser, ("hunyuan",)),
+        (Phi4MiniParser, ("phi4", "firefunction")),
+        (NemotronParser, ()),
     ]
     for parser, aliases in builtins:
         register_format(parser.name, parser, aliases=aliases)

@@ -31,13 +31,6 @@ _WS = re.compile(r"[ \t\r\n]*")
 _WS_ANY = re.compile(r"\s+")
 _MAX_WAIT_WS = 64
 
-# What may follow each closing tag for it to count as closing.
-_CONTINUATIONS = {
-    PARAM_CLOSE: (PARAM_OPEN, FN_CLOSE, CALL_CLOSE),
-    FN_CLOSE: (CALL_CLOSE, CALL_OPEN),
-    CALL_CLOSE: (CALL_OPEN,),
-}
-
 
 def _param_type(tool: ToolDefinition | None, key: str) -> str:
     """``"string"`` (stream as text), ``"typed"`` (decode at close) or ``"infer"``."""
@@ -55,15 +48,25 @@ def _param_type(tool: ToolDefinition | None, key: str) -> str:
 
 
 class _Qwen3CoderMachine(StreamMachine):
+    call_open, call_close = CALL_OPEN, CALL_CLOSE
+    fn_open, fn_close = FN_OPEN, FN_CLOSE
+    param_open, param_close = PARAM_OPEN, PARAM_CLOSE
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # What may follow each closing tag for it to count as closing.
+        self._continuations = {
+            self.param_close: (self.param_open, self.fn_close, self.call_close),
+            self.fn_close: (self.call_close, self.call_open),
+            self.call_close: (self.call_open,),
+        }
         self._state = "text"
-        opens = [CALL_OPEN, FN_OPEN] + ([self.think_open] if self.think_open else [])
+        opens = [self.call_open, self.fn_open] + ([self.think_open] if self.think_open else [])
         self._text_markers = MarkerSet(opens)
-        self._call_markers = MarkerSet([FN_OPEN, CALL_CLOSE])
+        self._call_markers = MarkerSet([self.fn_open, self.call_close])
         self._gt = MarkerSet([">"])
-        self._param_markers = MarkerSet([PARAM_OPEN, FN_CLOSE, CALL_CLOSE])
-        self._value_ends = MarkerSet([PARAM_CLOSE, FN_CLOSE, CALL_CLOSE])
+        self._param_markers = MarkerSet([self.param_open, self.fn_close, self.call_close])
+        self._value_ends = MarkerSet([self.param_close, self.fn_close, self.call_close])
         self._call: tuple[int, str, str] | None = None
         self._args: dict[str, Any] = {}
         self._raw: list[str] = []
@@ -87,17 +90,30 @@ class _Qwen3CoderMachine(StreamMachine):
         if found.marker is None:
             return False
         self._pos = found.marker_end
-        if found.marker == CALL_OPEN:
-            self._raw = [CALL_OPEN]
+        if found.marker == self.call_open:
+            self._raw = [self.call_open]
             self._state = "call"
-        elif found.marker == FN_OPEN:
-            self._raw = [FN_OPEN]
+        elif found.marker == self.fn_open:
+            self._raw = [self.fn_open]
             self._state = "fname"
         else:
             self._enter_reasoning()
         return True
 
     def _st_call(self) -> bool:
+        if len(self._raw) == 1:  # just opened: a tag must follow, else the opener was prose
+            match = _WS.match(self._buf, self._pos)
+            end = match.end() if match else self._pos
+            if end == len(self._buf) and not self._final and end - self._pos <= _MAX_WAIT_WS:
+                return False
+            if end == len(self._buf) or self._buf[end] != "<":
+                self._emit_text(self.call_open + self._buf[self._pos : end])
+                self._error(f"{self.call_open!r} is not followed by a function; kept as text", self.call_open)
+                self._pos = end
+                self._state = "text"
+                return True
+            self._raw.append(self._buf[self._pos : end])
+            self._pos = end
         found = self._call_markers.find(self._buf, self._pos, self._final)
         self._emit_text(_WS_ANY.sub("", self._buf[self._pos : found.text_end]))
         self._pos = found.text_end
@@ -106,11 +122,13 @@ class _Qwen3CoderMachine(StreamMachine):
                 self._error("tool call block has no <function=...>", "".join(self._raw))
             return False
         self._pos = found.marker_end
-        if found.marker == CALL_CLOSE:
-            self._error("tool call block has no <function=...>", "".join(self._raw) + CALL_CLOSE)
+        if found.marker == self.call_close:
+            self._error(
+                "tool call block has no <function=...>", "".join(self._raw) + self.call_close
+            )
             self._state = "text"
         else:
-            self._raw.append(FN_OPEN)
+            self._raw.append(self.fn_open)
             self._state = "fname"
         return True
 
@@ -120,7 +138,7 @@ class _Qwen3CoderMachine(StreamMachine):
             return False
         text, marker = got
         self._raw.append(text + (marker or ""))
-        name = text.strip()
+        name = text.strip().strip("\"'")
         if marker is None or not _NAME.fullmatch(name):
             self._error("tool call has no valid function name", "".join(self._raw))
             self._state = "skip" if marker else "text"
@@ -133,7 +151,7 @@ class _Qwen3CoderMachine(StreamMachine):
 
     def _st_skip(self) -> bool:
         """After a malformed call: drop text up to the end of the block."""
-        got = self._collect_until(MarkerSet([CALL_CLOSE]))
+        got = self._collect_until(MarkerSet([self.call_close]))
         if got is None:
             return False
         self._state = "text"
@@ -147,20 +165,30 @@ class _Qwen3CoderMachine(StreamMachine):
             return False
         self._pos = found.marker_end
         self._raw.append(found.marker)
-        if found.marker == PARAM_OPEN:
+        if found.marker == self.param_open:
             self._state = "pname"
         else:
             self._end_call(None)
-            self._state = "after_fn" if found.marker == FN_CLOSE else "text"
+            self._state = "after_fn" if found.marker == self.fn_close else "text"
         return True
 
     def _st_after_fn(self) -> bool:
+        """After ``</function>``: the block's closing tag, or another function in the block."""
         match = _WS.match(self._buf, self._pos)
         end = match.end() if match else self._pos
-        rest = self._buf[end : end + len(CALL_CLOSE)]
-        if rest == CALL_CLOSE:
-            self._pos = end + len(CALL_CLOSE)
-        elif not self._final and CALL_CLOSE.startswith(rest) and end - self._pos <= _MAX_WAIT_WS:
+        rest = self._buf[end : end + max(len(self.call_close), len(self.fn_open))]
+        if rest.startswith(self.call_close):
+            self._pos = end + len(self.call_close)
+        elif rest.startswith(self.fn_open):
+            self._pos = end + len(self.fn_open)
+            self._raw = [self.fn_open]
+            self._state = "fname"
+            return True
+        elif (
+            not self._final
+            and end - self._pos <= _MAX_WAIT_WS
+            and (self.call_close.startswith(rest) or self.fn_open.startswith(rest))
+        ):
             return False
         self._state = "text"
         return True
@@ -171,7 +199,7 @@ class _Qwen3CoderMachine(StreamMachine):
             return False
         text, marker = got
         self._raw.append(text + (marker or ""))
-        self._key = text.strip()
+        self._key = text.strip().strip("\"'")
         if marker is None:
             return True
         assert self._call is not None
@@ -199,11 +227,11 @@ class _Qwen3CoderMachine(StreamMachine):
         self._pos = found.marker_end
         self._end_value()
         self._raw.append(found.marker)
-        if found.marker == PARAM_CLOSE:
+        if found.marker == self.param_close:
             self._state = "params"
         else:
             self._end_call(None)
-            self._state = "after_fn" if found.marker == FN_CLOSE else "text"
+            self._state = "after_fn" if found.marker == self.fn_close else "text"
         return True
 
     def _closes(self, marker: str, end: int) -> bool | None:
@@ -215,7 +243,7 @@ class _Qwen3CoderMachine(StreamMachine):
         rest = self._buf[after:]
         if not rest:
             return True if self._final else None
-        for follower in _CONTINUATIONS[marker]:
+        for follower in self._continuations[marker]:
             if rest.startswith(follower):
                 return True
             if follower.startswith(rest) and not self._final:
@@ -336,3 +364,51 @@ class Qwen3CoderParser(TextFormatParser):
 
     def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
         return qwen3_coder_tools_prompt(tools)
+
+
+class _SeedOssMachine(_Qwen3CoderMachine):
+    call_open, call_close = "<seed:tool_call>", "</seed:tool_call>"
+    think_open = "<seed:think>"
+    think_close = "</seed:think>"
+
+
+class SeedOssParser(Qwen3CoderParser):
+    """Seed-OSS: Qwen3-Coder-style calls inside ``<seed:tool_call>``, ``<seed:think>`` reasoning."""
+
+    name = "seed_oss"
+    machine = _SeedOssMachine
+
+    def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
+        return (
+            qwen3_coder_tools_prompt(tools)
+            .replace("<tool_call>", self.machine.call_open)
+            .replace("</tool_call>", self.machine.call_close)
+        )
+
+
+class _MiniMaxM2Machine(_Qwen3CoderMachine):
+    call_open, call_close = "<minimax:tool_call>", "</minimax:tool_call>"
+    fn_open, fn_close = "<invoke name=", "</invoke>"
+    param_open, param_close = "<parameter name=", "</parameter>"
+
+
+class MiniMaxM2Parser(Qwen3CoderParser):
+    """MiniMax-M2: ``<minimax:tool_call><invoke name="N"><parameter name="k">v</parameter>...``."""
+
+    name = "minimax_m2"
+    machine = _MiniMaxM2Machine
+
+    def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
+        schemas = "\n".join(
+            "<tool>" + json.dumps(t.to_openai_schema()["function"], ensure_ascii=False) + "</tool>"
+            for t in tools
+        )
+        return (
+            "# Tools\nYou may call one or more tools to assist with the user query.\n"
+            "Here are the tools available in JSONSchema format:\n\n<tools>\n"
+            + schemas
+            + "\n</tools>\n\n"
+            "When making tool calls, use XML format to invoke tools and pass parameters:\n\n"
+            '<minimax:tool_call>\n<invoke name="tool-name-1">\n<parameter name="param-key-1">'
+            "param-value-1</parameter>\n</invoke>\n</minimax:tool_call>"
+        )

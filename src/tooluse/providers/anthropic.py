@@ -26,7 +26,7 @@ from tooluse.events import (
 )
 from tooluse.messages import ChatMessage, ProviderState, ReasoningPart, TextPart, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
-from tooluse.providers.call_ids import CallIdMapper
+from tooluse.providers.call_ids import CallIdMapper, wire_tool_name
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
     ResultBatch,
@@ -165,7 +165,7 @@ def _assistant_blocks(
                 {
                     "type": "tool_use",
                     "id": wire_id(part.id),
-                    "name": part.name,
+                    "name": wire_tool_name(part.name),
                     "input": part.arguments,
                 }
             )

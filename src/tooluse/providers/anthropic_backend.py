@@ -59,7 +59,8 @@ class AnthropicBackend(HTTPBackend):
         self.model = model
         self.forced_choice_supported = forced_choice_supported
         self._capabilities = capabilities or ModelCapabilities(
-            supports_tool_choice_required=forced_choice_supported
+            supports_tool_choice_required=forced_choice_supported,
+            supports_named_tool_choice=forced_choice_supported,
         )
         self.transport = HTTPTransport(
             base,

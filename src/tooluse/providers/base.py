@@ -43,17 +43,31 @@ class SamplingParams:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelCapabilities:
-    """What a backend can do natively."""
+    """What a backend can do natively.
+
+    A ``tool_choice`` the backend lacks is downgraded explicitly (with a logged warning) or
+    refused with a clear error, never dropped silently.
+    """
 
     supports_function_calling: bool = True
     supports_streaming: bool = True
     supports_parallel_tool_calls: bool = True
     supports_tool_choice_required: bool = True
+    supports_tool_choice_none: bool = True
+    supports_named_tool_choice: bool = True
+    # Whether a tool result can be flagged as an error on the wire (else "Error: ..." text).
+    supports_error_results: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
 class GenerationResult:
-    """One assistant turn as a backend returned it."""
+    """One assistant turn as a backend returned it.
+
+    ``finish_reason`` is normalised across providers: ``stop``, ``tool_calls`` (whenever the turn
+    holds calls, whatever the provider said), ``length``, ``content_filter``, ``refusal``,
+    ``pause_turn`` or ``malformed_tool_call`` (the model emitted a call that could not be read;
+    worth a retry). ``message`` keeps the ordered parts and provider state for replay.
+    """
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()

@@ -4,7 +4,8 @@ Rules: results go in a user message holding only ``toolResult`` blocks (user tex
 separate message), in call order, with ``status: "error"`` for failures (Claude and Nova models;
 for others the error stays in the text); ``toolConfig`` is always sent when the history holds
 tool blocks; there is no ``none`` tool choice (``toolChoice`` is omitted, with a logged warning)
-and a named choice is refused on models other than Claude and Nova; reasoning blocks with their
+and a named choice is refused on models other than Claude and Nova; user text right after results
+gets a short assistant turn in between (roles must alternate); reasoning blocks with their
 signature are replayed only to Bedrock and the same model.
 """
 
@@ -27,7 +28,7 @@ from tooluse.events import (
 )
 from tooluse.messages import ChatMessage, ProviderState, ReasoningPart, TextPart, ToolResult, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
-from tooluse.providers.call_ids import CallIdMapper
+from tooluse.providers.call_ids import CallIdMapper, wire_tool_name
 from tooluse.providers.openai_chat import result_text
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
@@ -44,6 +45,7 @@ from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
     "PROVIDER",
+    "RESULTS_ACK_TEXT",
     "BedrockStreamAssembler",
     "decode_response",
     "encode_request",
@@ -51,6 +53,8 @@ __all__ = [
 ]
 
 PROVIDER = "bedrock"
+# The assistant turn placed between tool results and a following user message.
+RESULTS_ACK_TEXT = "(tool results received)"
 
 _STOP = {
     "end_turn": "stop",
@@ -138,14 +142,15 @@ def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) 
     if not blocks:
         return
     last = out[-1] if out else None
-    if (
-        last is not None
-        and last["role"] == role
-        and not any("toolResult" in b for b in last["content"])
-    ):
-        last["content"].extend(blocks)
-    else:
-        out.append({"role": role, "content": list(blocks)})
+    if last is not None and last["role"] == role:
+        if not any("toolResult" in b for b in last["content"]):
+            last["content"].extend(blocks)
+            return
+        # User text may not share the results' turn, and Converse wants alternating roles, so a
+        # short assistant turn goes between (visible in the request, noted in the log).
+        log.info("Bedrock: inserting an assistant turn between tool results and user text")
+        out.append({"role": "assistant", "content": [{"text": RESULTS_ACK_TEXT}]})
+    out.append({"role": role, "content": list(blocks)})
 
 
 def _result_block(result: ToolResult, wire: str, error_status: bool) -> dict[str, Any]:
@@ -175,7 +180,7 @@ def _assistant_blocks(
                 {
                     "toolUse": {
                         "toolUseId": wire_id(part.id),
-                        "name": part.name,
+                        "name": wire_tool_name(part.name),
                         "input": part.arguments,
                     }
                 }

@@ -73,7 +73,12 @@ class BedrockBackend(HTTPBackend):
                 session_token=aws_session_token,
                 profile=profile,
             )
-        self._capabilities = capabilities or ModelCapabilities(supports_tool_choice_required=True)
+        claude_or_nova = bedrock.supports_named_choice(model)
+        self._capabilities = capabilities or ModelCapabilities(
+            supports_tool_choice_none=False,
+            supports_named_tool_choice=claude_or_nova,
+            supports_error_results=claude_or_nova,
+        )
         self.transport = HTTPTransport(
             base,
             headers=headers,

@@ -16,7 +16,7 @@ from typing import Literal
 
 from tooluse.errors import HistoryError
 
-__all__ = ["CallIdMapper", "IdStyle", "wire_call_id"]
+__all__ = ["CallIdMapper", "IdStyle", "wire_call_id", "wire_tool_name"]
 
 IdStyle = Literal["openai", "anthropic", "bedrock", "gemini", "mistral"]
 
@@ -65,3 +65,16 @@ class CallIdMapper:
                 call_ids=(previous, call_id),
             )
         return wire
+
+
+def wire_tool_name(name: str) -> str:
+    """A called tool's name as every provider accepts it in history (``^[a-zA-Z0-9_-]{1,64}$``).
+
+    Valid names pass unchanged. A name a model made up (``"get weather"``) is rewritten the same
+    way ids are, so replaying that failed call does not get the whole request refused.
+    """
+    if name and len(name) <= 64 and _SAFE.match(name):
+        return name
+    suffix = _digest(name).hex()[:8]
+    prefix = _UNSAFE_CHAR.sub("_", name)[: 64 - len(suffix) - 1] or "tool"
+    return f"{prefix}_{suffix}"

@@ -25,7 +25,7 @@ from tooluse.events import (
 )
 from tooluse.messages import ChatMessage, ProviderState, ReasoningPart, TextPart, ToolResult, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
-from tooluse.providers.call_ids import CallIdMapper
+from tooluse.providers.call_ids import CallIdMapper, wire_tool_name
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
     ResultBatch,
@@ -129,7 +129,7 @@ def _append(contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any
 
 def _response_part(result: ToolResult, wire_id: CallIdMapper, synthetic: bool) -> dict[str, Any]:
     response = {"error": result.output} if result.is_error else {"output": result.output}
-    payload: dict[str, Any] = {"name": result.tool_name, "response": response}
+    payload: dict[str, Any] = {"name": wire_tool_name(result.tool_name), "response": response}
     if not synthetic:
         payload["id"] = wire_id(result.call_id)
     return {"functionResponse": payload}
@@ -151,7 +151,7 @@ def _model_parts(message: ChatMessage, wire_id: CallIdMapper, model: str) -> lis
         if isinstance(part, TextPart):
             out: dict[str, Any] = {"text": part.text}
         else:
-            call: dict[str, Any] = {"name": part.name, "args": part.arguments}
+            call: dict[str, Any] = {"name": wire_tool_name(part.name), "args": part.arguments}
             if not part.synthetic_id:
                 call["id"] = wire_id(part.id)
             out = {"functionCall": call}

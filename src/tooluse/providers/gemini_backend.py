@@ -53,7 +53,9 @@ class GeminiBackend(HTTPBackend):
         if key:
             all_headers["x-goog-api-key"] = key
         self.model = model
-        self._capabilities = capabilities or ModelCapabilities(supports_parallel_tool_calls=True)
+        # Gemini makes parallel calls but has no switch to turn them off; errors go as
+        # {"error": ...} responses, a convention rather than a flag.
+        self._capabilities = capabilities or ModelCapabilities(supports_error_results=False)
         self.transport = HTTPTransport(
             base,
             headers=all_headers,

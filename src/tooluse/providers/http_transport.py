@@ -16,7 +16,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import httpx
 
@@ -70,45 +70,64 @@ def error_for_status(status: int, body: str) -> BackendError:
 
 
 def iter_sse_data(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
-    """``(event, data)`` pairs of a server-sent event stream, ending at ``[DONE]``."""
-    event, data = "", cast(list[str], [])
+    """``(event, data)`` pairs of a server-sent event stream, up to ``[DONE]``.
+
+    Lines after ``[DONE]`` are read (not yielded) so the connection can be reused.
+    """
+    parser = _SSEParser()
     for line in lines:
-        if line == "":
-            if data:
-                joined = "\n".join(data)
-                if joined.strip() == "[DONE]":
-                    return
-                yield event, joined
-            event, data = "", cast(list[str], [])
-        elif line.startswith(":"):
-            continue
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-    if data and "\n".join(data).strip() != "[DONE]":
-        yield event, "\n".join(data)
+        item = parser.line(line)
+        if item is not None:
+            yield item
+    item = parser.end()
+    if item is not None:
+        yield item
 
 
 async def aiter_sse_data(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
     """Async :func:`iter_sse_data`."""
-    event, data = "", cast(list[str], [])
+    parser = _SSEParser()
     async for line in lines:
+        item = parser.line(line)
+        if item is not None:
+            yield item
+    item = parser.end()
+    if item is not None:
+        yield item
+
+
+class _SSEParser:
+    """Line-by-line server-sent events parsing shared by the sync and async readers."""
+
+    def __init__(self) -> None:
+        self.event = ""
+        self.data: list[str] = []
+        self.done = False
+
+    def _dispatch(self) -> tuple[str, str] | None:
+        item = None
+        if self.data and not self.done:
+            joined = "\n".join(self.data)
+            if joined.strip() == "[DONE]":
+                self.done = True
+            else:
+                item = (self.event, joined)
+        self.event, self.data = "", []
+        return item
+
+    def line(self, line: str) -> tuple[str, str] | None:
         if line == "":
-            if data:
-                joined = "\n".join(data)
-                if joined.strip() == "[DONE]":
-                    return
-                yield event, joined
-            event, data = "", cast(list[str], [])
-        elif line.startswith(":"):
-            continue
-        elif line.startswith("event:"):
-            event = line[6:].strip()
+            return self._dispatch()
+        if line.startswith(":"):
+            return None
+        if line.startswith("event:"):
+            self.event = line[6:].strip()
         elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-    if data and "\n".join(data).strip() != "[DONE]":
-        yield event, "\n".join(data)
+            self.data.append(line[5:].removeprefix(" "))
+        return None
+
+    def end(self) -> tuple[str, str] | None:
+        return self._dispatch()
 
 
 def _decode_json(response_text: str, url: str) -> dict[str, Any]:

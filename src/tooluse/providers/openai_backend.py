@@ -66,7 +66,7 @@ class OpenAIBackend(HTTPBackend):
         self.api = api
         self.id_style = id_style
         self.stream_usage = stream_usage
-        self._capabilities = capabilities or ModelCapabilities()
+        self._capabilities = capabilities or ModelCapabilities(supports_error_results=False)
         self.transport = HTTPTransport(
             base,
             headers=all_headers,

@@ -24,7 +24,7 @@ from tooluse.events import (
 )
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage, new_call_id
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
-from tooluse.providers.call_ids import CallIdMapper, IdStyle
+from tooluse.providers.call_ids import CallIdMapper, IdStyle, wire_tool_name
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
     ResultBatch,
@@ -89,7 +89,7 @@ def encode_request(
             if isinstance(choice, tuple)
             else choice
         )
-    _apply_params(body, params, bool(tools))
+    _apply_params(body, params, bool(tools), model)
     return body
 
 
@@ -100,20 +100,31 @@ def _assistant(message: ChatMessage, wire_id: CallIdMapper) -> dict[str, Any]:
             {
                 "id": wire_id(call.id),
                 "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments_json()},
+                "function": {
+                    "name": wire_tool_name(call.name),
+                    "arguments": call.arguments_json(),
+                },
             }
             for call in message.tool_calls
         ]
     return entry
 
 
-def _apply_params(body: dict[str, Any], params: SamplingParams | None, has_tools: bool) -> None:
+def _uses_completion_tokens(model: str) -> bool:
+    # OpenAI reasoning models reject max_tokens; compatible servers only know max_tokens.
+    return model.startswith(("o1", "o3", "o4", "gpt-5"))
+
+
+def _apply_params(
+    body: dict[str, Any], params: SamplingParams | None, has_tools: bool, model: str
+) -> None:
     if params is None:
         return
     if params.temperature is not None:
         body["temperature"] = params.temperature
     if params.max_tokens is not None:
-        body["max_tokens"] = params.max_tokens
+        key = "max_completion_tokens" if _uses_completion_tokens(model) else "max_tokens"
+        body[key] = params.max_tokens
     if params.top_p is not None:
         body["top_p"] = params.top_p
     if params.stop:

@@ -23,7 +23,7 @@ from tooluse.events import (
 )
 from tooluse.messages import ChatMessage, ProviderState, ReasoningPart, TextPart, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
-from tooluse.providers.call_ids import CallIdMapper
+from tooluse.providers.call_ids import CallIdMapper, wire_tool_name
 from tooluse.providers.openai_chat import result_text
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
@@ -107,7 +107,7 @@ def _assistant_items(
             item: dict[str, Any] = {
                 "type": "function_call",
                 "call_id": wire_id(part.id),
-                "name": part.name,
+                "name": wire_tool_name(part.name),
                 "arguments": part.arguments_json(),
             }
             state = replayable(part.state, PROVIDER, model)

@@ -39,38 +39,44 @@ def make_call(
     )
 
 
+class _Run:
+    """Text or reasoning still growing; pieces are joined once, at build time."""
+
+    __slots__ = ("kind", "pieces")
+
+    def __init__(self, kind: str, text: str) -> None:
+        self.kind = kind
+        self.pieces = [text]
+
+    def part(self) -> AssistantPart:
+        text = "".join(self.pieces)
+        return TextPart(text=text) if self.kind == "text" else ReasoningPart(text=text)
+
+
 class TurnBuilder:
     """Collects parts in arrival order; ``slot``s hold calls whose arguments are still streaming."""
 
     def __init__(self) -> None:
-        self._parts: list[AssistantPart | None] = []
+        self._parts: list[AssistantPart | _Run | None] = []
 
-    def text(self, text: str, state: ProviderState | None = None) -> None:
+    def _add(self, kind: str, text: str, state: ProviderState | None) -> None:
         if not text and state is None:
             return
         last = self._parts[-1] if self._parts else None
-        if isinstance(last, TextPart) and last.state is None and state is None:
-            self._parts[-1] = TextPart(text=last.text + text)
-        else:
+        if state is None and isinstance(last, _Run) and last.kind == kind:
+            last.pieces.append(text)
+        elif state is None:
+            self._parts.append(_Run(kind, text))
+        elif kind == "text":
             self._parts.append(TextPart(text=text, state=state))
-
-    def reasoning(self, text: str, state: ProviderState | None = None) -> None:
-        if not text and state is None:
-            return
-        last = self._parts[-1] if self._parts else None
-        if isinstance(last, ReasoningPart) and last.state is None and state is None:
-            self._parts[-1] = ReasoningPart(text=last.text + text)
         else:
             self._parts.append(ReasoningPart(text=text, state=state))
 
-    def replace_last_reasoning_state(self, state: ProviderState) -> None:
-        """Attach state (a signature that arrives after the text) to the latest reasoning part."""
-        for i in range(len(self._parts) - 1, -1, -1):
-            part = self._parts[i]
-            if isinstance(part, ReasoningPart):
-                self._parts[i] = ReasoningPart(text=part.text, state=state)
-                return
-        self._parts.append(ReasoningPart(state=state))
+    def text(self, text: str, state: ProviderState | None = None) -> None:
+        self._add("text", text, state)
+
+    def reasoning(self, text: str, state: ProviderState | None = None) -> None:
+        self._add("reasoning", text, state)
 
     def call(self, call: ToolCall) -> None:
         self._parts.append(call)
@@ -90,7 +96,7 @@ class TurnBuilder:
     def build(
         self, *, finish_reason: str, usage: Usage, raw: Any = None, metadata: dict | None = None
     ) -> GenerationResult:
-        parts = tuple(p for p in self._parts if p is not None)
+        parts = tuple(p.part() if isinstance(p, _Run) else p for p in self._parts if p is not None)
         message = ChatMessage(role="assistant", parts=parts, metadata=dict(metadata or {}))
         calls = message.tool_calls
         if calls and finish_reason == "stop":

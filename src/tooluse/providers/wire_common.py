@@ -11,8 +11,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
+from tooluse.errors import ToolDefinitionError
 from tooluse.messages import ChatMessage, ProviderState, ToolCall, ToolResult
 from tooluse.providers.base import ToolChoice
+from tooluse.providers.call_ids import wire_tool_name
 from tooluse.providers.history import validate_history
 from tooluse.tools.definition import ToolDefinition
 
@@ -206,8 +208,14 @@ def tools_for_history(
         if message.result is not None:
             names.setdefault(message.result.tool_name, None)
     log.info("declaring placeholder tools %s because the history holds tool blocks", list(names))
-    return tuple(
-        ToolDefinition(name=name, description="(earlier tool, no longer offered)")
-        for name in names
-        if name
-    )
+    placeholders = []
+    for name in names:
+        try:
+            placeholders.append(
+                ToolDefinition(
+                    name=wire_tool_name(name), description="(earlier tool, no longer offered)"
+                )
+            )
+        except ToolDefinitionError:  # a made-up name no definition may carry; the call stays
+            continue
+    return tuple(placeholders)

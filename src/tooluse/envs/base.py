@@ -1,0 +1,333 @@
+"""Tool environments: tasks a model solves by calling tools, one step per assistant turn.
+
+::
+
+    state, info = env.reset(options={"task_index": 0})
+    [t.name for t in state.observation.available_tools]        # ['python', 'submit_answer']
+    call = ToolCall(id="1", name="python", arguments={"code": "print(0.15 * 80)"})
+    result = env.step(state, Action(tool_calls=(call,)))
+    result.info["tool_results"][0].output                       # '12.0'
+
+Environments are stateless: ``step`` takes a state and returns the next one inside a
+:class:`StepResult`, so a state can be stepped twice (branching). What the model may see
+(:class:`Observation`) is kept apart from the reference answer, which stays in the task.
+Every call of an action gets exactly one :class:`ToolResult`, in the action's order. Calling
+the terminal ``submit_answer`` tool ends the episode and is graded; an action with text but no
+calls is read as a final answer in text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tooluse.envs.rewards import (
+    CorrectnessReward,
+    SignalBundle,
+    StepContext,
+    call_key,
+    compute_signals,
+    with_monitoring,
+)
+from tooluse.execution.parallel import AsyncToolExecutor
+from tooluse.messages import ToolCall, ToolResult
+from tooluse.tools.definition import ToolDefinition, ToolParameter, ToolParameterType
+
+__all__ = [
+    "Action",
+    "EnvState",
+    "Observation",
+    "StepResult",
+    "Task",
+    "ToolEnvironment",
+    "submit_answer_tool",
+]
+
+SUBMIT_ANSWER = "submit_answer"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Task:
+    """One problem: the prompt the model sees and the hidden ``reference`` answer."""
+
+    prompt: str
+    reference: Any
+    id: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observation:
+    """What the model may see: the task prompt, the tools, and the last step's results."""
+
+    prompt: str
+    available_tools: tuple[ToolDefinition, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvState:
+    """Where an episode stands; pass it to ``step`` to continue (it is never mutated)."""
+
+    task_index: int
+    observation: Observation
+    step_count: int = 0
+    done: bool = False
+    call_keys: tuple[str, ...] = ()
+    answer: Any = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Action:
+    """One assistant turn: its tool calls and/or its text."""
+
+    tool_calls: tuple[ToolCall, ...] = ()
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tool_calls, tuple):
+            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepResult:
+    """The outcome of one step.
+
+    ``info["tool_results"]`` holds one result per call (action order); ``info["answer"]`` and
+    ``info["correct"]`` are set when the step ended the episode with an answer.
+    """
+
+    state: EnvState
+    signals: SignalBundle
+    terminated: bool = False
+    truncated: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def reward(self) -> float:
+        """The weighted sum of this step's signals."""
+        return self.signals.total
+
+    @property
+    def observation(self) -> Observation:
+        return self.state.observation
+
+    @property
+    def done(self) -> bool:
+        return self.terminated or self.truncated
+
+    @property
+    def tool_results(self) -> tuple[ToolResult, ...]:
+        return tuple(self.info.get("tool_results", ()))
+
+
+def submit_answer_tool(description: str = "Submit your final answer; this ends the task.") -> ToolDefinition:
+    """The terminal ``submit_answer(answer: str)`` tool."""
+    return ToolDefinition(
+        name=SUBMIT_ANSWER,
+        description=description,
+        parameters=(
+            ToolParameter(
+                name="answer",
+                type=ToolParameterType.STRING,
+                description="The final answer (for numbers: just the number).",
+            ),
+        ),
+        is_terminal=True,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Plan:
+    """A step before execution: which calls run, and the results already known."""
+
+    to_run: tuple[ToolCall, ...]
+    known: dict[str, ToolResult]
+    answer: Any
+    answered: bool
+
+
+class ToolEnvironment:
+    """Base of tool environments: tasks, tools (plus the terminal ``submit_answer``), rewards.
+
+    Subclasses usually override :meth:`check_answer` (and :meth:`answer_from_text`). ``rewards``
+    default to :class:`CorrectnessReward`; validity and efficiency monitors (weight 0) are always
+    added unless given. ``max_steps`` truncates an episode that never submits.
+    """
+
+    name = "tool_environment"
+
+    def __init__(
+        self,
+        tasks: Sequence[Task],
+        *,
+        tools: Sequence[ToolDefinition] = (),
+        rewards: Sequence[Any] = (CorrectnessReward(),),
+        max_steps: int = 10,
+        tool_timeout: float | None = 60.0,
+    ) -> None:
+        if not tasks:
+            raise ValueError("an environment needs at least one task")
+        if max_steps < 1:
+            raise ValueError("max_steps must be >= 1")
+        self._tasks = tuple(tasks)
+        self._submit = submit_answer_tool()
+        runnable = tuple(t for t in tools if t.name != SUBMIT_ANSWER)
+        self._executor = AsyncToolExecutor(runnable, timeout=tool_timeout)
+        self._tools = (*runnable, self._submit)
+        self.rewards = with_monitoring(rewards)
+        self.max_steps = max_steps
+
+    # -- description ---------------------------------------------------------------------------
+
+    @property
+    def tasks(self) -> tuple[Task, ...]:
+        return self._tasks
+
+    @property
+    def tools(self) -> tuple[ToolDefinition, ...]:
+        """The tools the model gets (``submit_answer`` last)."""
+        return self._tools
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def task(self, index: int) -> Task:
+        if not 0 <= index < len(self._tasks):
+            raise IndexError(f"task_index {index} is out of range (0..{len(self._tasks) - 1})")
+        return self._tasks[index]
+
+    # -- grading (override) --------------------------------------------------------------------
+
+    def check_answer(self, answer: Any, task: Task) -> bool:
+        """Whether ``answer`` matches the task's reference (default: equal stripped text)."""
+        return str(answer).strip() == str(task.reference).strip()
+
+    def answer_from_text(self, text: str) -> Any:
+        """The answer in a final text reply (default: the whole text)."""
+        return text.strip()
+
+    # -- episode -------------------------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[EnvState, dict[str, Any]]:
+        """Start an episode on ``options["task_index"]`` (default 0)."""
+        index = int((options or {}).get("task_index", 0))
+        task = self.task(index)
+        state = EnvState(
+            task_index=index,
+            observation=Observation(prompt=task.prompt, available_tools=self._tools),
+        )
+        return state, {"task_id": task.id or str(index), "task_index": index, "seed": seed}
+
+    def step(self, state: EnvState, action: Action) -> StepResult:
+        """Run the action's calls (in parallel) and grade the step."""
+        plan = self._plan(state, action)
+        executed = self._executor.execute_batch(plan.to_run) if plan.to_run else ()
+        return self._finish(state, action, plan, executed)
+
+    async def astep(self, state: EnvState, action: Action) -> StepResult:
+        """Async :meth:`step` (the same logic)."""
+        plan = self._plan(state, action)
+        executed = await self._executor.execute_batch_async(plan.to_run) if plan.to_run else ()
+        return self._finish(state, action, plan, executed)
+
+    def close(self) -> None:
+        self._executor.close()
+
+    def __enter__(self) -> ToolEnvironment:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- the shared core -----------------------------------------------------------------------
+
+    def _plan(self, state: EnvState, action: Action) -> _Plan:
+        if state.done:
+            raise ValueError("the episode is over; call reset() to start a new one")
+        ids = [c.id for c in action.tool_calls]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"an action repeats tool call ids: {', '.join(repeated)}")
+        known: dict[str, ToolResult] = {}
+        to_run: list[ToolCall] = []
+        answer: Any = None
+        answered = False
+        for call in action.tool_calls:
+            if call.name != SUBMIT_ANSWER:
+                to_run.append(call)
+                continue
+            if answered:
+                known[call.id] = ToolResult.failure(
+                    call.id, call.name, "ignored: an answer was already submitted in this turn"
+                )
+                continue
+            try:
+                arguments = self._submit.validate_arguments(_submitted(call))
+            except Exception as exc:  # the model gets the problem and may submit again
+                known[call.id] = ToolResult.failure(call.id, call.name, exc)
+                continue
+            answer, answered = arguments.get("answer"), True
+            known[call.id] = ToolResult.success(call.id, call.name, "answer submitted")
+        if not action.tool_calls:
+            answer, answered = self.answer_from_text(action.text), True
+        return _Plan(to_run=tuple(to_run), known=known, answer=answer, answered=answered)
+
+    def _finish(
+        self, state: EnvState, action: Action, plan: _Plan, executed: Sequence[ToolResult]
+    ) -> StepResult:
+        results = dict(plan.known)
+        for call, result in zip(plan.to_run, executed, strict=True):
+            results[call.id] = result
+        ordered = tuple(results[c.id] for c in action.tool_calls)
+        task = self._tasks[state.task_index]
+        step_count = state.step_count + 1
+        terminated = plan.answered
+        truncated = not terminated and step_count >= self.max_steps
+        correct = self.check_answer(plan.answer, task) if terminated else None
+        if terminated and plan.answer in (None, ""):
+            correct = False
+        context = StepContext(
+            calls=action.tool_calls,
+            results=ordered,
+            previous_calls=state.call_keys,
+            text=action.text,
+            answer=plan.answer,
+            correct=correct,
+            reference=task.reference,
+            done=terminated or truncated,
+        )
+        signals = compute_signals(self.rewards, context)
+        next_state = dataclasses.replace(
+            state,
+            observation=dataclasses.replace(state.observation, tool_results=ordered),
+            step_count=step_count,
+            done=terminated or truncated,
+            call_keys=state.call_keys + tuple(call_key(c) for c in action.tool_calls),
+            answer=plan.answer if terminated else state.answer,
+        )
+        info: dict[str, Any] = {"tool_results": ordered, "step": step_count}
+        if terminated:
+            info["answer"] = plan.answer
+            info["correct"] = correct
+            info["answer_source"] = "tool" if action.tool_calls else "text"
+        if truncated:
+            info["truncated_reason"] = f"no answer within {self.max_steps} steps"
+        return StepResult(
+            state=next_state,
+            signals=signals,
+            terminated=terminated,
+            truncated=truncated,
+            info=info,
+        )
+
+
+def _submitted(call: ToolCall) -> Any:
+    raw = call.raw_arguments
+    if not call.arguments and raw is not None and raw.strip() not in ("", "null", "{}"):
+        return raw
+    return call.arguments

@@ -1,0 +1,63 @@
+"""The environment registry: environments by name (``environment_registry.get(name=...)``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tooluse.envs.arithmetic import ArithmeticEnvironment
+from tooluse.envs.base import ToolEnvironment
+
+__all__ = ["EnvironmentFactory", "EnvironmentRegistry", "environment_registry"]
+
+#: Builds an environment from ``tool_types`` and keyword options.
+EnvironmentFactory = Callable[..., ToolEnvironment]
+
+
+class EnvironmentRegistry:
+    """Named environment factories; ``get`` builds a fresh environment each time."""
+
+    def __init__(self) -> None:
+        self._factories: dict[str, EnvironmentFactory] = {}
+
+    def register(self, name: str, factory: EnvironmentFactory, *, replace: bool = False) -> None:
+        """Make ``get(name=name, ...)`` call ``factory(tool_types=..., **options)``."""
+        if name in self._factories and not replace:
+            raise ValueError(f"environment {name!r} is already registered")
+        self._factories[name] = factory
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(sorted(self._factories))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._factories
+
+    def get(
+        self,
+        name: str,
+        *,
+        tool_types: Sequence[str] = ("python",),
+        adapter: str | None = None,
+        **options: Any,
+    ) -> ToolEnvironment:
+        """A new environment called ``name`` with the tools ``tool_types`` enables.
+
+        ``adapter`` exists for familiarity only: environments of other frameworks are not
+        wrapped, so any value but ``None`` raises ``ValueError``.
+        """
+        if adapter is not None:
+            raise ValueError(
+                f"adapter {adapter!r} is not supported: tooluse ships its own environments "
+                f"({', '.join(self.names())})"
+            )
+        factory = self._factories.get(name)
+        if factory is None:
+            raise KeyError(
+                f"unknown environment {name!r}; registered: {', '.join(self.names()) or 'none'}"
+            )
+        return factory(tool_types=tuple(tool_types), **options)
+
+
+environment_registry = EnvironmentRegistry()
+environment_registry.register("math:arithmetic", ArithmeticEnvironment)
+environment_registry.register("arithmetic", ArithmeticEnvironment)

@@ -1,0 +1,259 @@
+"""Reward signals of tool environments: correctness, tool validity and tool efficiency.
+
+Each reward looks at one step (:class:`StepContext`) and gives a :class:`RewardSignal`; a
+step's signals form a :class:`SignalBundle` whose ``total`` is the weighted sum. A reward with
+``_weight=0.0`` still appears in the bundle but adds nothing (monitoring only); tool
+environments attach :class:`ToolValidityReward` and :class:`ToolEfficiencyReward` that way
+unless they are given explicitly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol, runtime_checkable
+
+from tooluse.messages import ToolCall, ToolResult
+
+__all__ = [
+    "CorrectnessReward",
+    "Reward",
+    "RewardSignal",
+    "RewardType",
+    "SignalBundle",
+    "StepContext",
+    "ToolEfficiencyReward",
+    "ToolValidityReward",
+    "call_key",
+    "with_monitoring",
+]
+
+
+class RewardType(str, Enum):
+    """When a signal is meaningful: every step, or the outcome of the episode."""
+
+    STEP = "step"
+    OUTCOME = "outcome"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RewardSignal:
+    """One named reward value with its weight (``weighted = value * weight``)."""
+
+    name: str
+    value: float
+    weight: float = 1.0
+    reward_type: RewardType = RewardType.STEP
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def weighted(self) -> float:
+        return self.value * self.weight
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "value": self.value,
+            "weight": self.weight,
+            "type": self.reward_type.value,
+            "info": self.info,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class SignalBundle:
+    """The signals of one step; ``total`` is their weighted sum."""
+
+    signals: tuple[RewardSignal, ...] = ()
+
+    @property
+    def total(self) -> float:
+        return float(sum(s.weighted for s in self.signals))
+
+    def by_type(self, reward_type: RewardType) -> tuple[RewardSignal, ...]:
+        """The signals of one type (e.g. ``RewardType.STEP`` for the monitoring signals)."""
+        return tuple(s for s in self.signals if s.reward_type == reward_type)
+
+    def get(self, name: str) -> RewardSignal | None:
+        """The signal called ``name``, if present."""
+        return next((s for s in self.signals if s.name == name), None)
+
+    def __iter__(self) -> Iterator[RewardSignal]:
+        return iter(self.signals)
+
+    def __len__(self) -> int:
+        return len(self.signals)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"total": self.total, "signals": [s.to_dict() for s in self.signals]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepContext:
+    """What a reward may look at: this step's calls and results, and the episode so far.
+
+    ``previous_calls`` are the call keys (name + arguments) of earlier steps; ``answer`` is the
+    submitted answer when the step ended the episode (``None`` otherwise) and ``correct``
+    whether the environment judged it right.
+    """
+
+    calls: tuple[ToolCall, ...]
+    results: tuple[ToolResult, ...]
+    previous_calls: tuple[str, ...] = ()
+    text: str = ""
+    answer: Any = None
+    correct: bool | None = None
+    reference: Any = None
+    done: bool = False
+
+
+@runtime_checkable
+class Reward(Protocol):
+    """Anything with a ``name``, a ``weight``, a ``reward_type`` and ``compute(context)``."""
+
+    name: str
+
+    @property
+    def weight(self) -> float: ...
+
+    @property
+    def reward_type(self) -> RewardType: ...
+
+    def compute(self, context: StepContext) -> RewardSignal | None: ...
+
+
+def call_key(call: ToolCall) -> str:
+    """A call's identity for duplicate detection: its name and canonical arguments."""
+    try:
+        args = json.dumps(call.arguments, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        args = repr(call.arguments)
+    return f"{call.name}:{args}:{call.raw_arguments or ''}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CorrectnessReward:
+    """1.0 when the episode ended with a correct answer, 0.0 when with a wrong one.
+
+    Gives no signal on steps that do not end the episode.
+    """
+
+    name: str = "correctness"
+    _weight: float = 1.0
+
+    @property
+    def weight(self) -> float:
+        return self._weight
+
+    @property
+    def reward_type(self) -> RewardType:
+        return RewardType.OUTCOME
+
+    def compute(self, context: StepContext) -> RewardSignal | None:
+        if not context.done:
+            return None
+        return RewardSignal(
+            name=self.name,
+            value=1.0 if context.correct else 0.0,
+            weight=self._weight,
+            reward_type=self.reward_type,
+            info={"answer": context.answer, "reference": context.reference},
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolValidityReward:
+    """The share of this step's calls that succeeded (1.0 when all did; none made: 1.0)."""
+
+    name: str = "tool_validity"
+    _weight: float = 1.0
+
+    @property
+    def weight(self) -> float:
+        return self._weight
+
+    @property
+    def reward_type(self) -> RewardType:
+        return RewardType.STEP
+
+    def compute(self, context: StepContext) -> RewardSignal | None:
+        total = len(context.results)
+        valid = sum(1 for r in context.results if not r.is_error)
+        return RewardSignal(
+            name=self.name,
+            value=valid / total if total else 1.0,
+            weight=self._weight,
+            reward_type=self.reward_type,
+            info={"valid_calls": valid, "total_calls": total},
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolEfficiencyReward:
+    """1.0 minus penalties: ``penalty_per_excess`` per call above ``max_calls_per_step`` and
+    ``duplicate_penalty`` per call identical (name and arguments) to an earlier one of the
+    episode or of this step; never below 0."""
+
+    max_calls_per_step: int = 5
+    penalty_per_excess: float = 0.1
+    duplicate_penalty: float = 0.2
+    name: str = "tool_efficiency"
+    _weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.max_calls_per_step < 0:
+            raise ValueError("max_calls_per_step must be >= 0")
+        if self.penalty_per_excess < 0 or self.duplicate_penalty < 0:
+            raise ValueError("penalties must be >= 0")
+
+    @property
+    def weight(self) -> float:
+        return self._weight
+
+    @property
+    def reward_type(self) -> RewardType:
+        return RewardType.STEP
+
+    def compute(self, context: StepContext) -> RewardSignal | None:
+        seen = set(context.previous_calls)
+        duplicates = 0
+        for call in context.calls:
+            key = call_key(call)
+            if key in seen:
+                duplicates += 1
+            seen.add(key)
+        excess = max(0, len(context.calls) - self.max_calls_per_step)
+        value = 1.0 - self.penalty_per_excess * excess - self.duplicate_penalty * duplicates
+        return RewardSignal(
+            name=self.name,
+            value=max(0.0, value),
+            weight=self._weight,
+            reward_type=self.reward_type,
+            info={"calls": len(context.calls), "excess": excess, "duplicates": duplicates},
+        )
+
+
+def with_monitoring(rewards: Iterable[Any]) -> tuple[Any, ...]:
+    """``rewards`` plus validity and efficiency monitors (weight 0) for the kinds not given."""
+    out = list(rewards)
+    if not any(isinstance(r, ToolValidityReward) for r in out):
+        out.append(ToolValidityReward(_weight=0.0))
+    if not any(isinstance(r, ToolEfficiencyReward) for r in out):
+        out.append(ToolEfficiencyReward(_weight=0.0))
+    names = [r.name for r in out]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise ValueError(f"two rewards share the name(s) {', '.join(duplicated)}")
+    return tuple(out)
+
+
+def compute_signals(rewards: Sequence[Any], context: StepContext) -> SignalBundle:
+    """Every reward's signal for one step (rewards that do not apply give none)."""
+    signals = []
+    for reward in rewards:
+        signal = reward.compute(context)
+        if signal is not None:
+            signals.append(signal)
+    return SignalBundle(signals=tuple(signals))

@@ -1,0 +1,355 @@
+"""``TrajectoryRunner``: a backend plays one episode of a tool environment, recorded for training.
+
+::
+
+    env = environment_registry.get(name="math:arithmetic", tool_types=("python",))
+    runner = TrajectoryRunner(environment=env, backend=backend,
+                              sampling_params=SamplingParams(temperature=0.0),
+                              system_prompt="Use tools to solve problems. Submit your final answer.")
+    trajectory = runner.run_trajectory(task_index=0)
+    trajectory.success, trajectory.total_reward, trajectory.to_json()
+
+The runner is ``tooluse.run`` with the environment as the tool executor: each round of calls
+becomes one ``env.step`` (so rewards see whole turns), and the run stops when the environment
+says the episode is over. How tools reach the model is the loop's three-way priority: native
+function calling when the backend has it, else the ``tool_call_parser`` (tools in the system
+prompt, calls parsed from text), else tools are ignored with a warning naming the backend.
+A final text reply without calls is graded as the answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tooluse.envs.base import Action, EnvState, StepResult, ToolEnvironment
+from tooluse.execution.local import CancellationToken
+from tooluse.execution.parallel import AsyncToolExecutor
+from tooluse.loop import build_setup, drive_async, drive_sync, initial_history
+from tooluse.loop_core import LoopSetup, ModelTurnFinished, RunFinished, RunResult
+from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage
+from tooluse.providers.base import SamplingParams
+
+__all__ = [
+    "Trajectory",
+    "TrajectoryRunner",
+    "TrajectoryStep",
+    "message_to_dict",
+    "write_trajectories",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrajectoryStep:
+    """One environment step: the turn's calls, their results and the step's reward signals."""
+
+    index: int
+    text: str
+    calls: tuple[ToolCall, ...]
+    results: tuple[ToolResult, ...]
+    result: StepResult
+
+    @property
+    def reward(self) -> float:
+        return self.result.reward
+
+    def to_dict(self) -> dict[str, Any]:
+        info = {k: v for k, v in self.result.info.items() if k != "tool_results"}
+        return {
+            "index": self.index,
+            "text": self.text,
+            "calls": [_call_dict(c) for c in self.calls],
+            "results": [_result_dict(r) for r in self.results],
+            "reward": self.reward,
+            "signals": self.result.signals.to_dict(),
+            "terminated": self.result.terminated,
+            "truncated": self.result.truncated,
+            "info": _json_safe(info),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Trajectory:
+    """A recorded episode: the whole conversation, each step with its rewards, the outcome.
+
+    ``success`` is true when the episode ended with an answer the environment judged correct;
+    ``total_reward`` sums the steps' weighted rewards.
+    """
+
+    environment: str
+    task_index: int
+    task_id: str
+    prompt: str
+    reference: Any
+    messages: tuple[ChatMessage, ...]
+    steps: tuple[TrajectoryStep, ...]
+    success: bool
+    answer: Any = None
+    terminated: bool = False
+    truncated: bool = False
+    stop_reason: str = ""
+    mode: str = "native"
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def total_reward(self) -> float:
+        return float(sum(step.reward for step in self.steps))
+
+    @property
+    def num_tool_calls(self) -> int:
+        return sum(len(step.calls) for step in self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record (messages, steps with signals, outcome, usage)."""
+        return {
+            "environment": self.environment,
+            "task_index": self.task_index,
+            "task_id": self.task_id,
+            "prompt": self.prompt,
+            "reference": _json_safe(self.reference),
+            "answer": _json_safe(self.answer),
+            "success": self.success,
+            "total_reward": self.total_reward,
+            "terminated": self.terminated,
+            "truncated": self.truncated,
+            "stop_reason": self.stop_reason,
+            "mode": self.mode,
+            "usage": {
+                "input_tokens": self.usage.input_tokens,
+                "output_tokens": self.usage.output_tokens,
+                "requests": self.usage.requests,
+            },
+            "messages": [message_to_dict(m) for m in self.messages],
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, **kwargs)
+
+
+def write_trajectories(trajectories: Iterable[Trajectory], path: str | Path) -> int:
+    """Write trajectories as JSON Lines (one per line); returns how many were written."""
+    count = 0
+    with Path(path).open("w", encoding="utf-8") as handle:
+        for trajectory in trajectories:
+            handle.write(trajectory.to_json() + "\n")
+            count += 1
+    return count
+
+
+def message_to_dict(message: ChatMessage) -> dict[str, Any]:
+    """A chat message as JSON-ready data (role, content, calls or the answered call)."""
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.reasoning:
+        out["reasoning"] = message.reasoning
+    if message.tool_calls:
+        out["tool_calls"] = [_call_dict(c) for c in message.tool_calls]
+    if message.result is not None:
+        out["tool_call_id"] = message.result.call_id
+        out["name"] = message.result.tool_name
+        out["is_error"] = message.result.is_error
+    return out
+
+
+def _call_dict(call: ToolCall) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": _json_safe(call.arguments)}
+    if call.raw_arguments is not None and not call.arguments:
+        out["raw_arguments"] = call.raw_arguments
+    return out
+
+
+def _result_dict(result: ToolResult) -> dict[str, Any]:
+    return {
+        "call_id": result.call_id,
+        "name": result.tool_name,
+        "output": result.output,
+        "is_error": result.is_error,
+    }
+
+
+def _json_safe(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+class _Episode:
+    """One episode in progress: the environment state and the steps so far (runner-internal)."""
+
+    def __init__(self, environment: ToolEnvironment, state: EnvState) -> None:
+        self.environment = environment
+        self.state = state
+        self.steps: list[TrajectoryStep] = []
+        self.text = ""
+        self.cancel = CancellationToken()
+
+    def action(self, calls: Sequence[ToolCall]) -> Action:
+        return Action(tool_calls=tuple(calls), text=self.text)
+
+    def record(self, action: Action, result: StepResult) -> tuple[ToolResult, ...]:
+        self.state = result.state
+        self.steps.append(
+            TrajectoryStep(
+                index=len(self.steps),
+                text=action.text,
+                calls=action.tool_calls,
+                results=result.tool_results,
+                result=result,
+            )
+        )
+        if result.done:
+            self.cancel.cancel()  # the loop stops after this round
+        return result.tool_results
+
+
+class _EnvironmentExecutor(AsyncToolExecutor):
+    """Hands each round of calls to the environment as one step."""
+
+    def __init__(self, episode: _Episode) -> None:
+        # The loop must pass submit_answer through like any call, so that the environment
+        # grades it; terminal handling is the environment's here.
+        tools = [dataclasses.replace(t, is_terminal=False) for t in episode.environment.tools]
+        super().__init__(tools, timeout=None)
+        self.episode = episode
+
+    def execute_batch(
+        self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
+    ) -> tuple[ToolResult, ...]:
+        action = self.episode.action(calls)
+        return self.episode.record(action, self.episode.environment.step(self.episode.state, action))
+
+    async def execute_batch_async(
+        self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
+    ) -> tuple[ToolResult, ...]:
+        action = self.episode.action(calls)
+        result = await self.episode.environment.astep(self.episode.state, action)
+        return self.episode.record(action, result)
+
+
+class TrajectoryRunner:
+    """Runs a backend on an environment's tasks and records :class:`Trajectory` objects.
+
+    ``system_prompt`` goes first; ``tool_call_parser`` serves backends without native function
+    calling; ``max_turns`` caps tool rounds (default: the environment's ``max_steps``).
+    """
+
+    def __init__(
+        self,
+        *,
+        environment: ToolEnvironment,
+        backend: Any,
+        sampling_params: SamplingParams | None = None,
+        system_prompt: str | None = None,
+        tool_call_parser: Any = None,
+        max_turns: int | None = None,
+        max_identical_calls: int = 3,
+    ) -> None:
+        self.environment = environment
+        self.backend = backend
+        self.sampling_params = sampling_params
+        self.system_prompt = system_prompt
+        self.tool_call_parser = tool_call_parser
+        self.max_turns = max_turns if max_turns is not None else environment.max_steps
+        self.max_identical_calls = max_identical_calls
+
+    # -- entry points ----------------------------------------------------------------------------
+
+    def run_trajectory(self, task_index: int = 0, *, seed: int | None = None) -> Trajectory:
+        """Play one episode on task ``task_index``."""
+        episode, setup, history = self._start(task_index, seed)
+        run: RunResult | None = None
+        for event in drive_sync(self.backend, setup, history):
+            run = self._observe(episode, event) or run
+        assert run is not None
+        final = self._closing_action(episode, run)
+        if final is not None:
+            episode.record(final, self.environment.step(episode.state, final))
+        return self._trajectory(episode, run, task_index)
+
+    async def arun_trajectory(self, task_index: int = 0, *, seed: int | None = None) -> Trajectory:
+        """Async :meth:`run_trajectory` (the same loop, driven with awaits)."""
+        episode, setup, history = self._start(task_index, seed)
+        run: RunResult | None = None
+        async for event in drive_async(self.backend, setup, history):
+            run = self._observe(episode, event) or run
+        assert run is not None
+        final = self._closing_action(episode, run)
+        if final is not None:
+            episode.record(final, await self.environment.astep(episode.state, final))
+        return self._trajectory(episode, run, task_index)
+
+    def run_all(self, task_indices: Iterable[int] | None = None) -> list[Trajectory]:
+        """One trajectory per task (all tasks by default), in order."""
+        indices = range(len(self.environment)) if task_indices is None else task_indices
+        return [self.run_trajectory(task_index=i) for i in indices]
+
+    # -- the shared core -------------------------------------------------------------------------
+
+    def _start(
+        self, task_index: int, seed: int | None
+    ) -> tuple[_Episode, LoopSetup, list[ChatMessage]]:
+        state, _info = self.environment.reset(seed=seed, options={"task_index": task_index})
+        episode = _Episode(self.environment, state)
+        executor = _EnvironmentExecutor(episode) if state.observation.available_tools else None
+        setup = build_setup(
+            self.backend,
+            tools=None,
+            tool_choice="auto",
+            max_tool_iters=self.max_turns,
+            tool_call_parser=self.tool_call_parser,
+            params=self.sampling_params,
+            before_tool_call=None,
+            after_tool_call=None,
+            tool_timeout=None,
+            tool_timeouts=None,
+            max_concurrency=None,
+            max_output_chars=1_000_000,
+            injected=None,
+            max_identical_calls=self.max_identical_calls,
+            final_answer_on_limit=False,
+            cancel=episode.cancel,
+            stream=False,
+            executor=executor,
+        )
+        history = initial_history(state.observation.prompt, self.system_prompt)
+        return episode, setup, history
+
+    @staticmethod
+    def _observe(episode: _Episode, event: Any) -> RunResult | None:
+        if isinstance(event, ModelTurnFinished):
+            episode.text = event.message.content  # the text of the action about to be stepped
+        elif isinstance(event, RunFinished):
+            return event.result
+        return None
+
+    @staticmethod
+    def _closing_action(episode: _Episode, run: RunResult) -> Action | None:
+        """A final text reply is the answer; an episode cut short by the loop ends there."""
+        if episode.state.done:
+            return None
+        if run.stop_reason.value == "final_text":
+            return Action(text=run.final_text)
+        return None
+
+    def _trajectory(self, episode: _Episode, run: RunResult, task_index: int) -> Trajectory:
+        task = self.environment.task(task_index)
+        last = episode.steps[-1].result if episode.steps else None
+        terminated = bool(last and last.terminated)
+        return Trajectory(
+            environment=getattr(self.environment, "name", type(self.environment).__name__),
+            task_index=task_index,
+            task_id=task.id or str(task_index),
+            prompt=task.prompt,
+            reference=task.reference,
+            messages=run.messages,
+            steps=tuple(episode.steps),
+            success=bool(terminated and last is not None and last.info.get("correct")),
+            answer=episode.state.answer,
+            terminated=terminated,
+            truncated=not terminated,
+            stop_reason="episode_done" if episode.state.done and run.stop_reason.value == "cancelled" else run.stop_reason.value,
+            mode=run.mode,
+            usage=run.usage,
+        )

@@ -1,0 +1,208 @@
+"""BFCL-format data: entries (question, function docs, ground truth) and their tools.
+
+BFCL keeps prompts and answers in two JSON Lines files paired by line: prompts are
+``{"id", "question": [[messages of turn 1], ...], "function": [docs]}`` and answers
+``{"id", "ground_truth": [{function_name: {param: [accepted values]}}]}``. Function docs use
+BFCL's type names (``dict``, ``float``, ``tuple``, ``any``...), which
+:func:`tool_from_bfcl_function` turns into JSON Schema, and may have dotted names, which are
+given as underscores to the model and mapped back for scoring.
+
+A small hand-written sample in this format ships with tooluse (:func:`load_sample`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from tooluse.messages import ChatMessage
+from tooluse.tools.definition import ToolDefinition, sanitize_tool_name
+
+__all__ = [
+    "SAMPLE_CATEGORIES",
+    "BFCLEntry",
+    "category_of",
+    "load_bfcl_entries",
+    "load_sample",
+    "tool_from_bfcl_function",
+    "tools_for_entry",
+]
+
+SAMPLE_CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
+
+PYTHON_NOTE = " Note that the provided function is in Python 3 syntax."
+
+_TYPE_MAP = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class BFCLEntry:
+    """One test case: the first turn's messages, the function docs and the accepted answers.
+
+    ``ground_truth`` is empty for irrelevance entries (no call is the right answer).
+    """
+
+    id: str
+    category: str
+    question: tuple[tuple[dict[str, Any], ...], ...]
+    functions: tuple[dict[str, Any], ...]
+    ground_truth: tuple[dict[str, Any], ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def messages(self) -> list[ChatMessage]:
+        """The first turn as chat messages."""
+        if not self.question or not self.question[0]:
+            raise ValueError(f"entry {self.id!r} has no question")
+        out = []
+        for message in self.question[0]:
+            role = message.get("role", "user")
+            if role not in ("system", "user", "assistant"):
+                raise ValueError(f"entry {self.id!r}: unsupported role {role!r} in the question")
+            out.append(ChatMessage(role=role, content=str(message.get("content", ""))))
+        return out
+
+
+def category_of(entry_id: str, path: str | Path | None = None) -> str:
+    """The category of an entry: from a ``BFCL_*_<category>.json`` file name, else its id."""
+    if path is not None:
+        stem = Path(path).stem
+        found = re.match(r"BFCL_(?:v\d+_|sample_)?(.+)$", stem)
+        if found:
+            return found.group(1)
+    base = re.sub(r"_\d+(?:-\d+)*$", "", entry_id)
+    return base or entry_id
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path.name} line {number}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or "id" not in row:
+            raise ValueError(f"{path.name} line {number}: expected an object with an 'id'")
+        rows.append(row)
+    return rows
+
+
+def load_bfcl_entries(
+    question_path: str | Path,
+    answer_path: str | Path | None = None,
+    *,
+    category: str | None = None,
+) -> list[BFCLEntry]:
+    """Entries of one BFCL prompt file, paired by line with its answer file (when given).
+
+    Raises ``ValueError`` naming the line when the files do not line up.
+    """
+    qpath = Path(question_path)
+    questions = _read_jsonl(qpath)
+    answers: list[dict[str, Any]] = []
+    if answer_path is not None:
+        answers = _read_jsonl(Path(answer_path))
+        if len(answers) != len(questions):
+            raise ValueError(
+                f"{qpath.name} has {len(questions)} entries but its answer file has {len(answers)}"
+            )
+    entries = []
+    for index, row in enumerate(questions):
+        truth: Sequence[Any] = ()
+        if answers:
+            if answers[index]["id"] != row["id"]:
+                raise ValueError(
+                    f"line {index + 1}: question id {row['id']!r} does not match answer id "
+                    f"{answers[index]['id']!r}"
+                )
+            truth = answers[index].get("ground_truth") or ()
+        functions = row.get("function") or []
+        if not isinstance(functions, list) or not all(isinstance(f, dict) for f in functions):
+            raise ValueError(f"entry {row['id']!r}: 'function' must be a list of function docs")
+        question = row.get("question") or []
+        turns = tuple(tuple(turn) for turn in question) if question else ()
+        entries.append(
+            BFCLEntry(
+                id=str(row["id"]),
+                category=category or category_of(str(row["id"]), qpath),
+                question=turns,
+                functions=tuple(functions),
+                ground_truth=tuple(truth),
+            )
+        )
+    return entries
+
+
+def load_sample(categories: Iterable[str] | None = None) -> list[BFCLEntry]:
+    """The shipped hand-written sample (about 20 entries), optionally only some categories."""
+    wanted = tuple(categories) if categories is not None else SAMPLE_CATEGORIES
+    unknown = sorted(set(wanted) - set(SAMPLE_CATEGORIES))
+    if unknown:
+        raise ValueError(
+            f"unknown sample categories {', '.join(unknown)}; known: {', '.join(SAMPLE_CATEGORIES)}"
+        )
+    root = resources.files("tooluse.evals") / "data"
+    entries: list[BFCLEntry] = []
+    for name in wanted:
+        question = root / f"BFCL_sample_{name}.json"
+        answer = root / "possible_answer" / f"BFCL_sample_{name}.json"
+        with resources.as_file(question) as qpath, resources.as_file(answer) as apath:
+            entries.extend(
+                load_bfcl_entries(qpath, apath if apath.exists() else None, category=name)
+            )
+    return entries
+
+
+def _convert_schema(schema: Any) -> Any:
+    """A BFCL parameter schema as JSON Schema (recursively, BFCL type names mapped)."""
+    if isinstance(schema, list):
+        return [_convert_schema(s) for s in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, str):
+            out[key] = _TYPE_MAP.get(value, value)
+            if value == "float":
+                out["format"] = "float"
+        elif key in ("properties",) and isinstance(value, Mapping):
+            out[key] = {name: _convert_schema(sub) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties", "anyOf", "oneOf", "allOf"):
+            out[key] = _convert_schema(value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def tool_from_bfcl_function(doc: Mapping[str, Any]) -> ToolDefinition:
+    """A tool (without implementation) from a BFCL function doc; ``metadata["bfcl_name"]``
+    keeps the original (possibly dotted) name."""
+    original = str(doc.get("name", ""))
+    if not original:
+        raise ValueError("a BFCL function doc needs a 'name'")
+    parameters = _convert_schema(doc.get("parameters") or {"type": "object", "properties": {}})
+    parameters["type"] = "object"
+    parameters.setdefault("properties", {})
+    tool = ToolDefinition.from_schema(
+        sanitize_tool_name(original.replace(".", "_")),
+        parameters,
+        description=str(doc.get("description", "")) + PYTHON_NOTE,
+    )
+    tool.metadata["bfcl_name"] = original
+    return tool
+
+
+def tools_for_entry(entry: BFCLEntry) -> tuple[tuple[ToolDefinition, ...], dict[str, str]]:
+    """The entry's tools and the map from tool name back to the BFCL function name."""
+    tools = tuple(tool_from_bfcl_function(doc) for doc in entry.functions)
+    names = [t.name for t in tools]
+    if len(set(names)) != len(names):
+        raise ValueError(f"entry {entry.id!r}: two functions map to the same tool name")
+    return tools, {t.name: t.metadata["bfcl_name"] for t in tools}
