@@ -360,6 +360,14 @@ def test_pythonic_calls_are_emitted_as_each_closes():
     assert [e.call.name for e in events if hasattr(e, "call")] == ["today"]
 
 
+def test_qwen3_coder_literal_tag_in_prose_stays_text():
+    text = "Use a <tool_call> block for calls, and <tool_call>\n<function=today>\n</function>\n</tool_call>"
+    result = assert_stream_equals_parse(get_parser("qwen3_coder"), text)
+    assert result.text == "Use a <tool_call> block for calls, and "
+    assert [c.name for c in result.tool_calls] == ["today"]
+    assert len(result.errors) == 1
+
+
 def test_kimi_k2_call_id_is_the_header():
     result = get_parser("kimi_k2").parse(
         "<|tool_calls_section_begin|><|tool_call_begin|>functions.today:0<|tool_call_argument_begin|>{}"

@@ -90,6 +90,18 @@ class GrammarSampler:
         self._llama_cpp.llama_sampler_apply(self._handle, ctypes.byref(self._all_array))
         return np.array(self._all_view["logit"], dtype=np.float32)
 
+    def matches(self, tokens: list[int], eos: int) -> bool:
+        """Whether the grammar accepts exactly this token sequence (then end of text)."""
+        self.reset()
+        try:
+            for token in tokens:
+                if not self.allows(token):
+                    return False
+                self.accept(token)
+            return self.allows(eos)
+        finally:
+            self.reset()
+
     def accept(self, token: int) -> None:
         self._llama_cpp.llama_sampler_accept(self._handle, token)
 
