@@ -160,6 +160,12 @@ def _three_call_response() -> str:
         {"name": "search", "arguments": {"query": "best bakeries " * 40, "limit": 5}},
         {"name": "write_file", "arguments": {"path": "plan.md", "content": "- item\n" * 100}},
     ]
+    # pad the last call so the response is 2 KB
+    calls[2]["arguments"]["content"] += "x" * (2048 - len(_render_calls(calls)))
+    return _render_calls(calls)
+
+
+def _render_calls(calls: list[dict[str, Any]]) -> str:
     text = "I'll look these up.\n"
     for call in calls:
         text += "<tool_call>\n" + json.dumps(call) + "\n</tool_call>\n"
@@ -189,7 +195,7 @@ def _complete_parse_figures() -> dict[str, Any]:
 
 
 def _growth(
-    make: Callable[[int], str], sizes: tuple[int, int], fmt: str, delta: int
+    make: Callable[[int], str], sizes: tuple[int, int], fmt: str, delta: int, repeat: int = 3
 ) -> dict[str, Any]:
     parser = get_parser(fmt)
     times = []
@@ -203,7 +209,7 @@ def _growth(
                 stream.feed(piece)
             stream.close()
 
-        seconds, _ = _median_time(run, repeat=3)
+        seconds, _ = _median_time(run, repeat=repeat)
         times.append(seconds)
     size_ratio = sizes[1] / sizes[0]
     time_ratio = times[1] / times[0]
@@ -218,7 +224,9 @@ def _growth(
 
 def _hostile_figures() -> dict[str, Any]:
     return {
-        "hermes_markers": _growth(lambda n: "<tool_call>" * n, (20_000, 200_000), "hermes", 4096),
+        "hermes_markers": _growth(
+            lambda n: "<tool_call>" * n, (100_000, 1_000_000), "hermes", 4096, repeat=1
+        ),
         "hermes_1mb_argument": _growth(
             lambda n: '<tool_call>{"name": "f", "arguments": {"a": "' + "x" * n + '"}}</tool_call>',
             (262_144, 1_048_576),

@@ -60,7 +60,7 @@ def main(backend: object | None = None) -> RunResult:
             max_tool_iters=2,
             final_answer_on_limit=True,
             # Short, repeatable answers: the tool result carries the facts.
-            params=SamplingParams(temperature=0.0, max_tokens=160),
+            params=SamplingParams(temperature=0.0, max_tokens=96),
         )
     for step in result.trail:
         status = "error" if step.is_error else "ok"

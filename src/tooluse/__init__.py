@@ -6,6 +6,7 @@ The public API is exactly ``__all__``; everything else is internal.
 from __future__ import annotations
 
 from tooluse.conversation import Conversation, Participant
+from tooluse.envs import TrajectoryRunner
 from tooluse.errors import (
     BackendError,
     BackendHTTPError,
@@ -149,6 +150,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolUseError",
+    "TrajectoryRunner",
     "Usage",
     "Veto",
     "aextract",

@@ -189,3 +189,26 @@ def test_serve_reports_a_module_without_tools(tmp_path):
     result = runner.invoke(app, ["mcp", "serve", str(empty)])
     assert result.exit_code == 2
     assert "defines no tools" in result.output
+
+
+def test_list_and_call_from_an_mcp_servers_file(tmp_path):
+    path = tmp_path / "servers.json"
+    entry = {"command": sys.executable, "args": [DEMO]}
+    path.write_text(json.dumps({"mcpServers": {"one": entry, "two": entry}}))
+    listed = runner.invoke(app, ["mcp", "list", "--json", "--config", str(path)])
+    assert listed.exit_code == 0, listed.output
+    names = {tool["name"] for tool in json.loads(listed.stdout)}
+    assert {"one_add", "two_add"} <= names
+    called = runner.invoke(
+        app, ["mcp", "call", "two_add", "--args", '{"a": 5, "b": 6}', "--config", str(path)]
+    )
+    assert called.exit_code == 0, called.output
+    assert called.stdout.strip() == "11"
+
+
+def test_bad_mcp_servers_file_is_reported(tmp_path):
+    path = tmp_path / "servers.json"
+    path.write_text('{"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1/sse"}}}')
+    result = runner.invoke(app, ["mcp", "list", "--config", str(path)])
+    assert result.exit_code == 2
+    assert "SSE" in result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -9,7 +10,7 @@ import mcp_types
 import pytest
 
 from tooluse.errors import ToolArgumentError
-from tooluse.execution.mcp import MCPServerConfig
+from tooluse.execution.mcp import MCPServerConfig, load_mcp_servers
 from tooluse.execution.mcp_schema import check_advertised_schema, check_arguments
 from tooluse.execution.mcp_sdk import (
     call_tool_result_from_output,
@@ -228,3 +229,60 @@ def test_config_labels_and_transport():
     http = MCPServerConfig(url="http://127.0.0.1:9/mcp", name="remote")
     assert http.transport == "http"
     assert http.label == "remote"
+
+
+def test_load_mcp_servers_from_mapping_text_and_file(tmp_path):
+    data = {
+        "mcpServers": {
+            "time": {"command": "python", "args": ["-m", "mcp_server_time"], "env": {"TZ": "UTC"}},
+            "docs": {"type": "http", "url": "http://127.0.0.1:8000/mcp", "timeout": 5},
+        }
+    }
+    configs = load_mcp_servers(data, prefix_with_name=True, timeout=12)
+    time_config, docs_config = configs
+    assert (time_config.name, time_config.command, time_config.args) == (
+        "time",
+        "python",
+        ("-m", "mcp_server_time"),
+    )
+    assert time_config.env == {"TZ": "UTC"} and time_config.timeout == 12
+    assert time_config.tool_prefix == "time_"
+    assert (docs_config.url, docs_config.timeout, docs_config.transport) == (
+        "http://127.0.0.1:8000/mcp",
+        5,
+        "http",
+    )
+    assert load_mcp_servers(json.dumps(data)) == load_mcp_servers(data)
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps(data))
+    assert load_mcp_servers(path)[0].tool_prefix == ""
+    assert load_mcp_servers(str(path)) == load_mcp_servers(data)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"mcpServers": {}}, "non-empty"),
+        ([], "JSON object"),
+        ({"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1/sse"}}}, "'old': SSE"),
+        ({"mcpServers": {"both": {"command": "x", "url": "http://127.0.0.1/mcp"}}}, "'both'"),
+        ({"mcpServers": {"bad": {"command": "x", "args": "not-a-list"}}}, "'bad'"),
+    ],
+)
+def test_load_mcp_servers_rejects_bad_configs(data, message):
+    with pytest.raises(ValueError, match=message):
+        load_mcp_servers(data)
+
+
+def test_tool_filters():
+    config = MCPServerConfig(command="x", include_tools=["a", "b"], exclude_tools=["b"])
+    assert [config.wants_tool(name) for name in ("a", "b", "c")] == [True, False, False]
+    everything = MCPServerConfig(command="x", exclude_tools=("c",))
+    assert [everything.wants_tool(name) for name in ("a", "c")] == [True, False]
+
+
+def test_bare_input_schema_gets_object_type_and_properties():
+    definition = tool_definition_from_mcp(make_tool(name="ping", input_schema={"type": "object"}))
+    assert definition.input_schema == {"type": "object", "properties": {}}
+    full = tool_definition_from_mcp(make_tool())
+    assert full.input_schema == SCHEMA  # complete schemas pass through unchanged

@@ -95,3 +95,42 @@ async def test_nothing_listening_is_a_clear_start_error():
     with pytest.raises(MCPError, match="failed to start"):
         async with MCPToolExecutor(MCPServerConfig(url=url, startup_timeout=10)):
             pass
+
+
+def start_demo_http(port: int) -> subprocess.Popen:
+    process = subprocess.Popen(
+        [sys.executable, DEMO, "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for_port(port, process)
+    return process
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.kill()
+    process.wait()
+    process.stderr.close()
+
+
+async def test_http_server_restart_fails_one_call_then_recovers():
+    port = free_port()
+    process = start_demo_http(port)
+    try:
+        config = MCPServerConfig(url=f"http://127.0.0.1:{port}/mcp", timeout=10)
+        async with MCPToolExecutor(config) as executor:
+            first = await executor.call_tool("echo", {"text": "one"})
+            stop(process)
+            during = await executor.execute_async(
+                ToolCall(id="gone", name="echo", arguments={"text": "two"})
+            )
+            process = start_demo_http(port)
+            after = await executor.call_tool("echo", {"text": "three"})
+            assert executor.restarts == 1
+    finally:
+        if process.poll() is None:
+            stop(process)
+    assert first.output == "one"
+    assert during.is_error and during.call_id == "gone"
+    assert after.output == "three" and not after.is_error

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -255,3 +256,34 @@ async def test_toolset_start_failure_stops_the_others():
     with pytest.raises(MCPError, match="command not found"):
         await toolset.connect()
     assert toolset.executors[0]._connection is None
+
+
+async def test_include_and_exclude_filters_hide_tools():
+    config = demo_config(include_tools=("add", "echo", "crash"), exclude_tools=("crash",))
+    async with MCPToolExecutor(config) as executor:
+        names = [tool.name for tool in await executor.list_tools()]
+        hidden = await executor.call_tool("crash")
+        shown = await executor.call_tool("echo", {"text": "visible"})
+    assert names == ["add", "echo"]
+    assert hidden.is_error and "unknown tool 'crash'" in hidden.output
+    assert shown.output == "visible"
+
+
+async def test_toolset_from_mcp_servers_json(tmp_path):
+    path = tmp_path / "servers.json"
+    entry = {"command": sys.executable, "args": [DEMO]}
+    path.write_text(json.dumps({"mcpServers": {"left": entry, "right": entry}}))
+    async with MCPToolset.from_config(path) as toolset:
+        names = {tool.name for tool in await toolset.list_tools()}
+        result = await toolset.execute_async(ToolCall(name="right_add", arguments={"a": 1, "b": 2}))
+    assert {"left_add", "right_add", "left_echo"} <= names
+    assert result.output == "3"
+
+
+async def test_a_cancelled_call_leaves_the_executor_usable():
+    async with MCPToolExecutor(demo_config()) as executor:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(executor.call_tool("slow", {"seconds": 30}), timeout=0.5)
+        after = await executor.call_tool("echo", {"text": "after cancel"})
+        assert executor.restarts == 0
+    assert after.output == "after cancel"

@@ -172,6 +172,7 @@ def test_sandbox_blocks_attribute_escape():
         ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>{{ name }}<｜tool▁sep｜>", "deepseek_v31"),
         ("```tool_code\\n", "gemma_tool_code"),
         ("<|tool_calls_section_begin|>", "kimi_k2"),
+        ("<tool_call>{{ name }}<arg_key>{{ k }}</arg_key>", "glm45"),
         ("<minimax:tool_call><invoke name=", "minimax_m2"),
         ("<seed:tool_call><function=", "seed_oss"),
         ("<|tool_call>call:", "gemma4"),
@@ -185,3 +186,36 @@ def test_sandbox_blocks_attribute_escape():
 )
 def test_detect_format(template, expected):
     assert detect_format(template) == expected
+
+
+def test_documented_functions_are_tools_too():
+    def get_weekday(date_str: str) -> str:
+        """Get the weekday of a date.
+
+        Args:
+            date_str: the date in the format YYYY-MM-DD.
+        """
+        return date_str
+
+    prompt = render_chat_template(QWEN_STYLE, [ChatMessage.user("x")], tools=[get_weekday])
+    schema = json.loads(prompt.split("<tools>\n")[1].split("\n</tools>")[0])
+    assert schema["function"]["name"] == "get_weekday"
+    assert "date_str" in schema["function"]["parameters"]["properties"]
+
+
+def test_chat_template_from_tokenizer_config():
+    from tooluse.formats import chat_template_from_config
+
+    assert chat_template_from_config({"chat_template": "T"}) == "T"
+    config = {
+        "chat_template": [
+            {"name": "default", "template": "D"},
+            {"name": "tool_use", "template": "U"},
+        ]
+    }
+    assert chat_template_from_config(config) == "D"
+    assert chat_template_from_config(config, with_tools=True) == "U"
+    with pytest.raises(ChatTemplateError, match="rag"):
+        chat_template_from_config(config, name="rag")
+    with pytest.raises(ChatTemplateError):
+        chat_template_from_config({})

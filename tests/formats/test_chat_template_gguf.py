@@ -64,3 +64,43 @@ def test_smollm2_template_has_no_tools_section_so_tools_go_into_the_system_turn(
     system = prompt.split("<|im_end|>")[0]
     assert system.startswith("<|im_start|>system\nYou are SmolLM.\n\n# Tools")
     assert '"name": "get_weather"' in system
+
+
+def test_real_model_output_streams_like_it_parses():
+    """SmolLM2 writes a call (held to the Hermes shape by a grammar, since it never calls
+    tools unprompted); its real token deltas stream to the same call that parse() reads."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from tooluse.formats import collect_events, get_parser
+
+    llm = llama_cpp.Llama(model_path=str(_gguf()), n_ctx=1024, n_threads=2, verbose=False, seed=0)
+    parser = get_parser("hermes")
+    prompt = render_chat_template(
+        str(llm.metadata["tokenizer.chat_template"]),
+        [ChatMessage.user("What is the weather in Paris?")],
+        tools=[WEATHER],
+        tools_prompt=parser.format_tools([WEATHER]),
+    )
+    grammar = llama_cpp.LlamaGrammar.from_string(
+        'root ::= "<tool_call>\\n{\\"name\\": \\"get_weather\\", \\"arguments\\": {\\"city\\": \\"" '
+        '[A-Za-z ]{1,20} "\\"}}\\n</tool_call>"',
+        verbose=False,
+    )
+    stream = parser.stream([WEATHER])
+    events, pieces = [], []
+    for chunk in llm.create_completion(
+        prompt, max_tokens=48, temperature=0.0, grammar=grammar, stream=True
+    ):
+        piece = chunk["choices"][0]["text"]
+        pieces.append(piece)
+        events += stream.feed(piece)
+    events += stream.close()
+    text = "".join(pieces)
+    streamed = collect_events(events)
+    whole = parser.parse(text, [WEATHER])
+    assert len(pieces) > 5  # real token-sized deltas
+    assert [(c.name, c.arguments) for c in streamed.tool_calls] == [
+        (c.name, c.arguments) for c in whole.tool_calls
+    ]
+    assert whole.tool_calls[0].name == "get_weather"
+    assert whole.tool_calls[0].arguments["city"].strip()
+    assert whole.errors == () and streamed.errors == ()

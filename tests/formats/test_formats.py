@@ -41,7 +41,7 @@ CASES = [
         [("brave_search", {"query": "weather in Paris"})],
         1,  # not among TOOLS
     ),
-    ("llama3_json", '{"answer": 42} is the data', '{"answer": 42} is the data', "", [], 0),
+    ("llama3_json", ' {"answer": 42} is the data', ' {"answer": 42} is the data', "", [], 0),
     ("llama3_json", "Hello there", "Hello there", "", [], 0),
     (
         "mistral",
@@ -292,6 +292,25 @@ CASES += [
     ),
     ("phi4_mini", "import functools in Python", "import functools in Python", "", [], 0),
     ("nemotron", '<TOOLCALL>[{"name": "today", "arguments": {}}]</TOOLCALL>', "", "", [T], 0),
+    (
+        "glm45",
+        "<think>go</think>Checking.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
+        "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call><tool_call>today</tool_call>",
+        "Checking.\n",
+        "go",
+        [("get_weather", {"city": "Paris", "days": 3}), T],
+        0,
+    ),
+    (
+        "glm45",
+        "<tool_call>search<arg_key>query</arg_key><arg_value>a </arg_value> b</arg_value>"
+        '<arg_key>filters</arg_key><arg_value>{"x": 1}</arg_value></tool_call>',
+        "",
+        "",
+        [("search", {"query": "a </arg_value> b", "filters": {"x": 1}})],
+        0,
+    ),
+    ("glm45", "a <tool_call> tag in prose", "a <tool_call> tag in prose", "", [], 1),
 ]
 
 
@@ -381,3 +400,14 @@ def test_kimi_k2_call_id_is_the_header():
 def test_mistral_v11_keeps_the_call_id():
     result = get_parser("mistral_v11").parse("[TOOL_CALLS]today[CALL_ID]a1b2c3d4e[ARGS]{}", TOOLS)
     assert result.tool_calls[0].id == "a1b2c3d4e"
+
+
+@pytest.mark.parametrize("fmt", sorted(set(available_formats())))
+def test_prefilled_reasoning_in_every_format_with_reasoning(fmt):
+    parser = get_parser(fmt, reasoning_started=True)
+    close = parser.machine.think_close
+    result = assert_stream_equals_parse(parser, "plan it" + (close or "") + "answer")
+    if close is None:
+        assert result.text == "plan itanswer" and result.reasoning == ""
+    else:
+        assert (result.reasoning, result.text) == ("plan it", "answer")

@@ -213,3 +213,10 @@ def test_feed_after_close_is_an_error():
     stream.close()
     with pytest.raises(RuntimeError):
         stream.feed("x")
+
+
+def test_list_without_call_objects_is_reported_and_empty_list_is_not():
+    result = assert_stream_equals_parse(P, '<tool_call>["get_weather", 3]</tool_call>')
+    assert result.tool_calls == ()
+    assert "no call object" in result.errors[0].message
+    assert assert_stream_equals_parse(P, "<tool_call>[]</tool_call>").errors == ()

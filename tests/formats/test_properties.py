@@ -330,3 +330,33 @@ def test_seed_oss_and_minimax_roundtrip(before, query, data):
         events += stream.close()
         check_events(events)
         assert summary(collect_events(events)) == summary(whole)
+
+
+@SETTINGS
+@given(
+    before=plain, query=xml_text, days=st.integers(0, 99), newlines=st.booleans(), data=st.data()
+)
+def test_glm_roundtrip(before, query, days, newlines, data):
+    from .helpers import SEARCH, WEATHER
+
+    nl = "\n" if newlines else ""
+    text = (
+        before
+        + f"<tool_call>search{nl or chr(10)}<arg_key>query</arg_key>{nl}<arg_value>{query}</arg_value>{nl}</tool_call>"
+        + f"<tool_call>get_weather{nl}<arg_key>city</arg_key>{nl}<arg_value>{query}</arg_value>{nl}"
+        + f"<arg_key>days</arg_key>{nl}<arg_value>{days}</arg_value>{nl}</tool_call>"
+    )
+    parser = get_parser("glm45")
+    whole = parser.parse(text, (SEARCH, WEATHER))
+    assert [(c.name, c.arguments) for c in whole.tool_calls] == [
+        ("search", {"query": query}),
+        ("get_weather", {"city": query, "days": days}),
+    ]
+    assert whole.text == before
+    stream = parser.stream((SEARCH, WEATHER))
+    events = []
+    for piece in _split(data, text):
+        events += stream.feed(piece)
+    events += stream.close()
+    check_events(events)
+    assert summary(collect_events(events)) == summary(whole)

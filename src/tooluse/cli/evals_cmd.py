@@ -29,7 +29,10 @@ def register(app: typer.Typer) -> None:
     @eval_app.command("bfcl")
     def bfcl_command(
         model: str = typer.Option(
-            ..., "--model", "-m", help="'local' (embedded model) or a model string like openai:gpt-4o."
+            ...,
+            "--model",
+            "-m",
+            help="'local' (embedded model) or a model string like openai:gpt-4o.",
         ),
         limit: int | None = typer.Option(
             None, "--limit", "-n", min=1, help="At most this many entries per category."

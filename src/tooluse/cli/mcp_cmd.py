@@ -5,12 +5,14 @@
     tooluse mcp list -- python -m mcp_server_time
     tooluse mcp call get_current_time --args '{"timezone": "UTC"}' -- python -m mcp_server_time
     tooluse mcp list --url http://127.0.0.1:8000/mcp
+    tooluse mcp list --config mcp_servers.json          # the mcpServers JSON of MCP clients
     tooluse mcp serve my_tools.py [--http --port 8765]
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -21,6 +23,7 @@ mcp_app = typer.Typer(
     no_args_is_help=True,
 )
 
+_CONFIG_HELP = "An mcpServers JSON file; with several servers, tools are prefixed <server>_."
 _SERVER_HELP = (
     "The server command and its arguments, after `--` (e.g. -- python -m mcp_server_time)."
 )
@@ -31,11 +34,20 @@ def register(app: typer.Typer) -> None:
     app.add_typer(mcp_app, name="mcp")
 
 
-def _config(server: list[str] | None, url: str | None, timeout: float) -> Any:
-    from tooluse.execution.mcp import MCPServerConfig
+def _config(server: list[str] | None, url: str | None, config: str | None, timeout: float) -> Any:
+    """One MCPServerConfig, or several from an ``mcpServers`` file (prefixed when several)."""
+    from tooluse.execution.mcp import MCPServerConfig, load_mcp_servers
 
-    if bool(server) == bool(url):
-        raise typer.BadParameter("give either a server command after `--` or --url (not both)")
+    if sum(map(bool, (server, url, config))) != 1:
+        raise typer.BadParameter(
+            "give exactly one of: a server command after `--`, --url, or --config"
+        )
+    if config:
+        try:
+            single = len(load_mcp_servers(Path(config))) == 1
+            return load_mcp_servers(Path(config), prefix_with_name=not single, timeout=timeout)
+        except (OSError, ValueError) as exc:
+            raise typer.BadParameter(f"--config {config}: {exc}") from None
     if url:
         return MCPServerConfig(url=url, timeout=timeout, startup_timeout=timeout)
     assert server
@@ -55,6 +67,7 @@ def list_command(
     url: str = typer.Option(
         None, "--url", help="A streamable HTTP server URL instead of a command."
     ),
+    config: str = typer.Option(None, "--config", help=_CONFIG_HELP),
     timeout: float = typer.Option(30.0, help="Seconds allowed for startup and for the listing."),
     as_json: bool = typer.Option(False, "--json", help="Print the tools as JSON."),
 ) -> None:
@@ -62,9 +75,9 @@ def list_command(
     from tooluse.errors import MCPError
     from tooluse.execution.mcp_sync import SyncMCPToolExecutor
 
-    config = _config(server, url, timeout)
+    server_config = _config(server, url, config, timeout)
     try:
-        with SyncMCPToolExecutor(config) as executor:
+        with SyncMCPToolExecutor(server_config) as executor:
             tools = executor.list_tools()
             rejected = executor.rejected_tools
     except MCPError as exc:
@@ -112,6 +125,7 @@ def call_command(
     url: str = typer.Option(
         None, "--url", help="A streamable HTTP server URL instead of a command."
     ),
+    config: str = typer.Option(None, "--config", help=_CONFIG_HELP),
     timeout: float = typer.Option(30.0, help="Seconds allowed for startup and for the call."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON."),
 ) -> None:
@@ -126,9 +140,9 @@ def call_command(
         raise _fail(f"--args is not valid JSON: {exc}", 2) from None
     if not isinstance(arguments, dict):
         raise _fail("--args must be a JSON object", 2)
-    config = _config(server, url, timeout)
+    server_config = _config(server, url, config, timeout)
     try:
-        with SyncMCPToolExecutor(config) as executor:
+        with SyncMCPToolExecutor(server_config) as executor:
             result = executor.execute(ToolCall(name=tool, arguments=arguments))
     except MCPError as exc:
         raise _fail(str(exc)) from None
@@ -163,8 +177,6 @@ def serve_command(
     The tools are the module's TOOLS list if it has one, else its @tool functions, else its
     public functions.
     """
-    from pathlib import Path
-
     from tooluse.errors import ToolDefinitionError
     from tooluse.execution.mcp_server import MCPToolServer, load_module_tools
 

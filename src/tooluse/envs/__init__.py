@@ -5,6 +5,8 @@
     from tooluse.envs import Action, TrajectoryRunner, environment_registry
     env = environment_registry.get(name="math:arithmetic", tool_types=("python",))
     state, info = env.reset(options={"task_index": 0})
+
+``ToolCall`` and ``ToolResult`` are re-exported here so that environment code needs one import.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from tooluse.envs.trajectory import (
     TrajectoryStep,
     write_trajectories,
 )
+from tooluse.messages import ToolCall, ToolResult
 
 __all__ = [
     "ARITHMETIC_TASKS",
@@ -52,8 +55,10 @@ __all__ = [
     "StepContext",
     "StepResult",
     "Task",
+    "ToolCall",
     "ToolEfficiencyReward",
     "ToolEnvironment",
+    "ToolResult",
     "ToolValidityReward",
     "Trajectory",
     "TrajectoryRunner",

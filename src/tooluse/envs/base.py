@@ -123,7 +123,9 @@ class StepResult:
         return tuple(self.info.get("tool_results", ()))
 
 
-def submit_answer_tool(description: str = "Submit your final answer; this ends the task.") -> ToolDefinition:
+def submit_answer_tool(
+    description: str = "Submit your final answer; this ends the task.",
+) -> ToolDefinition:
     """The terminal ``submit_answer(answer: str)`` tool."""
     return ToolDefinition(
         name=SUBMIT_ANSWER,

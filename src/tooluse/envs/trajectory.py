@@ -156,7 +156,11 @@ def message_to_dict(message: ChatMessage) -> dict[str, Any]:
 
 
 def _call_dict(call: ToolCall) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": _json_safe(call.arguments)}
+    out: dict[str, Any] = {
+        "id": call.id,
+        "name": call.name,
+        "arguments": _json_safe(call.arguments),
+    }
     if call.raw_arguments is not None and not call.arguments:
         out["raw_arguments"] = call.raw_arguments
     return out
@@ -218,7 +222,9 @@ class _EnvironmentExecutor(AsyncToolExecutor):
         self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
     ) -> tuple[ToolResult, ...]:
         action = self.episode.action(calls)
-        return self.episode.record(action, self.episode.environment.step(self.episode.state, action))
+        return self.episode.record(
+            action, self.episode.environment.step(self.episode.state, action)
+        )
 
     async def execute_batch_async(
         self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
@@ -349,7 +355,9 @@ class TrajectoryRunner:
             answer=episode.state.answer,
             terminated=terminated,
             truncated=not terminated,
-            stop_reason="episode_done" if episode.state.done and run.stop_reason.value == "cancelled" else run.stop_reason.value,
+            stop_reason="episode_done"
+            if episode.state.done and run.stop_reason.value == "cancelled"
+            else run.stop_reason.value,
             mode=run.mode,
             usage=run.usage,
         )

@@ -103,7 +103,7 @@ def _values_equal(value: Any, accepted: Any) -> bool:
         return float(value) == float(accepted)
     if isinstance(accepted, (list, tuple)) and isinstance(value, (list, tuple)):
         return len(value) == len(accepted) and all(
-            _values_equal(v, a) for v, a in zip(value, accepted)
+            _values_equal(v, a) for v, a in zip(value, accepted, strict=True)
         )
     if isinstance(accepted, Mapping) and isinstance(value, Mapping):
         return _dict_matches(value, accepted) is None
@@ -146,7 +146,13 @@ def _check_value(param: str, value: Any, declared: str, accepted: Sequence[Any])
         return CheckResult.fail("value_error:dict", f"parameter {param!r}: {reason}")
     if any(_values_equal(value, option) for option in options):
         return CheckResult.ok()
-    kind = "list" if isinstance(value, (list, tuple)) else "string" if isinstance(value, str) else "value"
+    kind = (
+        "list"
+        if isinstance(value, (list, tuple))
+        else "string"
+        if isinstance(value, str)
+        else "value"
+    )
     return CheckResult.fail(
         f"value_error:{kind}",
         f"parameter {param!r}: {value!r} is not one of the accepted values {options!r}",
@@ -158,7 +164,9 @@ def check_simple(
 ) -> CheckResult:
     """One decoded call against one expected call (name, parameters, types, values)."""
     if len(call) != 1:
-        return CheckResult.fail("simple:wrong_shape", f"expected one function per call, got {len(call)}")
+        return CheckResult.fail(
+            "simple:wrong_shape", f"expected one function per call, got {len(call)}"
+        )
     name, arguments = next(iter(call.items()))
     expected_name, accepted = next(iter(expected.items()))
     if name != expected_name:
@@ -227,7 +235,7 @@ def check_parallel(
         doc = _doc_for(functions, name)
         if doc is None:
             return CheckResult.fail("parallel:bad_answer", f"no function doc for {name!r}")
-        reasons = []
+        reasons: list[str] = []
         for index in unused:
             verdict = check_simple(doc, calls[index], want)
             if verdict.valid:

@@ -136,12 +136,17 @@ class BFCLReport:
 
     def format_table(self) -> str:
         """A plain-text table: one row per category, then the summaries."""
-        lines = [f"BFCL-style evaluation of {self.model}", f"{'category':<20}{'correct':>9}{'accuracy':>10}"]
+        lines = [
+            f"BFCL-style evaluation of {self.model}",
+            f"{'category':<20}{'correct':>9}{'accuracy':>10}",
+        ]
         for score in self.categories:
             lines.append(
                 f"{score.category:<20}{f'{score.correct}/{score.total}':>9}{score.accuracy:>10.1%}"
             )
-        lines.append(f"{'all entries':<20}{f'{self.correct}/{self.total}':>9}{self.accuracy:>10.1%}")
+        lines.append(
+            f"{'all entries':<20}{f'{self.correct}/{self.total}':>9}{self.accuracy:>10.1%}"
+        )
         if self.ast_accuracy is not None:
             lines.append(f"{'AST mean (no irr.)':<20}{'':>9}{self.ast_accuracy:>10.1%}")
         for name, count in sorted(self.error_types.items()):

@@ -34,10 +34,12 @@ import logging
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
 
 from tooluse.errors import MCPError, ToolArgumentError, ToolDefinitionError, ToolNotFoundError
+from tooluse.execution.mcp_config import MCPServerConfig, load_mcp_servers
 from tooluse.execution.mcp_schema import (
     check_advertised_schema,
     check_arguments,
@@ -46,69 +48,11 @@ from tooluse.execution.mcp_schema import (
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 
-__all__ = ["MCPServerConfig", "MCPToolExecutor", "MCPToolset"]
+__all__ = ["MCPServerConfig", "MCPToolExecutor", "MCPToolset", "load_mcp_servers"]
 
 logger = logging.getLogger("tooluse.mcp")
 
 _STDERR_TAIL = 2000
-
-
-@dataclass(frozen=True, kw_only=True)
-class MCPServerConfig:
-    """How to reach one MCP server.
-
-    Give ``command`` (and ``args``, ``env``, ``cwd``) for a stdio server started as a
-    subprocess, or ``url`` (and optional ``headers``) for a streamable HTTP server.
-
-    - ``timeout``: seconds allowed for each call (and each tool listing);
-    - ``startup_timeout``: seconds allowed to start the server and finish the handshake;
-    - ``tool_prefix``: prepended to every tool name (``"time_"`` -> ``time_get_current_time``)
-      to keep names apart when several servers are used together;
-    - ``name``: a label for messages (defaults to the command or URL).
-
-    ``env`` is added to a small safe default environment (``PATH``, ``HOME``...), as the SDK does.
-    """
-
-    command: str | None = None
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] | None = None
-    cwd: str | None = None
-    url: str | None = None
-    headers: Mapping[str, str] | None = None
-    timeout: float = 30.0
-    startup_timeout: float = 30.0
-    tool_prefix: str = ""
-    name: str | None = None
-
-    def __post_init__(self) -> None:
-        if (self.command is None) == (self.url is None):
-            raise ValueError("MCPServerConfig needs exactly one of command= (stdio) or url= (HTTP)")
-        if isinstance(self.args, str):
-            raise ValueError("MCPServerConfig.args must be a sequence of strings, not one string")
-        object.__setattr__(self, "args", tuple(str(arg) for arg in self.args))
-        if self.url is not None and not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"MCPServerConfig.url must be an http(s) URL, got {self.url!r}")
-        if self.command is not None and (self.headers or self.url):
-            raise ValueError("headers= applies only to url= servers")
-        if self.url is not None and (self.args or self.env or self.cwd):
-            raise ValueError("args=, env= and cwd= apply only to command= servers")
-        for label in ("timeout", "startup_timeout"):
-            if not getattr(self, label) > 0:
-                raise ValueError(f"MCPServerConfig.{label} must be positive")
-
-    @property
-    def label(self) -> str:
-        """A short human name for this server."""
-        if self.name:
-            return self.name
-        if self.url is not None:
-            return self.url
-        return " ".join((str(self.command), *self.args))
-
-    @property
-    def transport(self) -> str:
-        """``"stdio"`` or ``"http"``."""
-        return "http" if self.url is not None else "stdio"
 
 
 class _Connection:
@@ -133,9 +77,11 @@ class _Connection:
     def stderr_tail(self) -> str:
         """The last lines the server wrote to stderr."""
         try:
-            self.errlog.flush()
-            self.errlog.seek(0)
-            text = self.errlog.read()
+            # Bytes from the end only: a chatty server may have written megabytes of logs.
+            with open(self.errlog.fileno(), "rb", closefd=False) as raw:
+                size = raw.seek(0, 2)
+                raw.seek(max(0, size - 4 * _STDERR_TAIL))
+                text = raw.read().decode("utf-8", errors="replace")
         except (OSError, ValueError):
             return ""
         return text[-_STDERR_TAIL:].strip()
@@ -166,14 +112,23 @@ class _Connection:
                 errlog=self.errlog,
             )
         except Exception as exc:
-            raise self._start_error(exc) from exc
+            error = self._start_error(exc)
+            self._release_stderr()
+            raise error from exc
         self._task = asyncio.get_running_loop().create_task(self._own(client))
         ready = asyncio.ensure_future(self._ready.wait())
-        done, _ = await asyncio.wait(
-            {ready, self._task},
-            timeout=config.startup_timeout,
-            return_when=asyncio.FIRST_COMPLETED,
-        )
+        try:
+            done, _ = await asyncio.wait(
+                {ready, self._task},
+                timeout=config.startup_timeout,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        except asyncio.CancelledError:
+            # The caller gave up (a loop timeout, say): stop the half-started server too.
+            ready.cancel()
+            self._task.cancel()
+            self._task.add_done_callback(lambda _task: self._release_stderr())
+            raise
         if ready in done and not self._task.done():
             return
         ready.cancel()
@@ -319,7 +274,7 @@ class MCPToolExecutor:
     # -- tools -------------------------------------------------------------------------------
 
     async def list_tools(self, *, refresh: bool = False) -> tuple[ToolDefinition, ...]:
-        """The server's tools as ToolDefinitions (cached; ``refresh=True`` asks the server again)."""
+        """The server's tools as ToolDefinitions (cached; ``refresh=True`` asks again)."""
         if self._tools is None or refresh:
             await self.refresh_tools()
         assert self._tools is not None
@@ -332,6 +287,11 @@ class MCPToolExecutor:
         connection = await self._ensure_connection()
         try:
             advertised = await self._fetch_all_tools(connection)
+        except asyncio.TimeoutError as exc:
+            raise MCPError(
+                f"MCP server {self.config.label!r} did not list its tools within "
+                f"{self.config.timeout:g}s"
+            ) from exc
         except mcp_sdk.SDKError as exc:
             if exc.code != mcp_sdk.CONNECTION_CLOSED:
                 raise MCPError(
@@ -343,6 +303,8 @@ class MCPToolExecutor:
         tools: list[ToolDefinition] = []
         rejected: dict[str, str] = {}
         for tool in advertised:
+            if not self.config.wants_tool(tool.name):
+                continue
             problem = check_advertised_schema(tool.input_schema)
             if problem is not None:
                 rejected[tool.name] = problem
@@ -401,6 +363,10 @@ class MCPToolExecutor:
             return ToolResult.failure(call.id, call.name, str(exc), **metadata)
         except (ToolArgumentError, ToolNotFoundError) as exc:
             return ToolResult.failure(call.id, call.name, exc, source="mcp")
+        except Exception as exc:  # a transport fault the SDK let through: still one result
+            logger.warning("MCP call %r failed unexpectedly", call.name, exc_info=True)
+            text = f"the MCP call failed: {type(exc).__name__}: {exc}"
+            return ToolResult.failure(call.id, call.name, text, source="mcp")
 
     async def execute_batch_async(self, calls: Iterable[ToolCall]) -> tuple[ToolResult, ...]:
         """Run several calls concurrently; results come back in the order of ``calls``."""
@@ -497,6 +463,20 @@ class MCPToolset:
         self._route: dict[str, _Member] = {}
         self._tools: tuple[ToolDefinition, ...] | None = None
 
+    @classmethod
+    def from_config(
+        cls,
+        source: Mapping[str, Any] | str | Path,
+        *,
+        prefix_with_name: bool = True,
+        timeout: float | None = None,
+    ) -> MCPToolset:
+        """A toolset from ``mcpServers`` JSON (mapping, text or file; see ``load_mcp_servers``).
+
+        Tools are prefixed with ``<server name>_`` unless ``prefix_with_name=False``.
+        """
+        return cls(load_mcp_servers(source, prefix_with_name=prefix_with_name, timeout=timeout))
+
     @property
     def executors(self) -> tuple[MCPToolExecutor, ...]:
         """The per-server executors, in the order the configs were given."""
@@ -543,8 +523,9 @@ class MCPToolset:
                 other = route.get(definition.name)
                 if other is not None:
                     raise ToolDefinitionError(
-                        f"tool {definition.name!r} is offered by both {other.executor.config.label!r} "
-                        f"and {member.executor.config.label!r}; give one of them a tool_prefix"
+                        f"tool {definition.name!r} is offered by both "
+                        f"{other.executor.config.label!r} and {member.executor.config.label!r}; "
+                        "give one of them a tool_prefix"
                     )
                 route[definition.name] = member
                 tools.append(definition)

@@ -127,7 +127,8 @@ def tool_definition_from_mcp(
 ) -> ToolDefinition:
     """An advertised MCP ``Tool`` as a :class:`ToolDefinition`.
 
-    The input schema is passed through unchanged as ``input_schema``; ``metadata`` records the
+    The input schema is passed through as ``input_schema`` (only a missing ``type: object`` or
+    ``properties`` is filled in); ``metadata`` records the
     server-side name (``mcp_name``) so a prefixed (or sanitised: MCP allows ``.`` in names,
     providers do not) tool can still be called.
     """
@@ -142,12 +143,24 @@ def tool_definition_from_mcp(
     return ToolDefinition(
         name=name,
         description=tool.description or "",
-        input_schema=dict(tool.input_schema),
+        input_schema=_object_schema(tool.input_schema),
         output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
         function=function,
         annotations=annotations,
         metadata={"mcp_name": tool.name},
     )
+
+
+def _object_schema(schema: Any) -> dict[str, Any]:
+    """The advertised input schema, with ``type``/``properties`` filled in when left out.
+
+    Servers may send ``{}`` for a tool without arguments; several providers reject a function
+    schema without ``"type": "object"`` and ``properties``. Nothing else is changed.
+    """
+    out = dict(schema)
+    out.setdefault("type", "object")
+    out.setdefault("properties", {})
+    return out
 
 
 def describe_content_block(block: Any) -> str:

@@ -30,7 +30,8 @@ class SyncMCPToolExecutor:
 
     ::
 
-        with SyncMCPToolExecutor(MCPServerConfig(command="python", args=("-m", "mcp_server_time"))) as mcp:
+        config = MCPServerConfig(command="python", args=("-m", "mcp_server_time"))
+        with SyncMCPToolExecutor(config) as mcp:
             tools = mcp.list_tools()
             result = mcp.execute(ToolCall(name="get_current_time", arguments={"timezone": "UTC"}))
     """

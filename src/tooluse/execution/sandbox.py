@@ -17,13 +17,14 @@ marker; an exception comes back as its traceback text.
 
 Limits of the isolation (it is a guard rail, not a security boundary): the kernel process limit
 does not bind root, so process creation is also refused inside the interpreter (``os.fork``,
-``subprocess``, ``os.system``, ``ctypes``...); the network is not cut off.
+``subprocess``, ``os.system``, ``ctypes``...); for other users the kernel limit also counts
+threads, so code that starts threads fails unless ``allow_subprocess=True``. The network is not
+cut off. POSIX only (``resource``, process groups).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import signal
@@ -35,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from tooluse.errors import ToolExecutionError
 from tooluse.messages import ToolResult
 from tooluse.tools.definition import ToolDefinition, ToolParameter, ToolParameterType
 
@@ -52,8 +54,9 @@ TRUNCATION_MARKER = "\n... [output truncated: {removed} more characters]"
 # raise them again), then the in-interpreter process guard, then the code itself with the
 # bootstrap's own frame cut from any traceback.
 _BOOTSTRAP = r"""
-import json, os, resource, sys
-_limits = json.loads(sys.argv[1])
+import os, posix, resource, sys
+_limits = dict(zip(("cpu_seconds", "memory_bytes", "file_size_bytes", "allow_subprocess"),
+                   (None if _v == "-" else int(_v) for _v in sys.argv[1].split(","))))
 def _cap(kind, value):
     if value is None:
         return
@@ -72,8 +75,9 @@ if not _limits["allow_subprocess"]:
     for _name in ("fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp",
                   "execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp",
                   "execlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe", "kill", "killpg"):
-        if hasattr(os, _name):
-            setattr(os, _name, _refused)
+        for _module in (os, posix):
+            if hasattr(_module, _name):
+                setattr(_module, _name, _refused)
     import _posixsubprocess
     _posixsubprocess.fork_exec = _refused
     sys.modules["_ctypes"] = None
@@ -124,7 +128,7 @@ class SandboxLimits:
             raise ValueError("max_output_chars must be at least 1")
 
     def child_limits(self) -> dict[str, Any]:
-        """The limits as the child's bootstrap reads them (JSON-ready)."""
+        """The limits as numbers for the child (``None``: no limit)."""
         cpu = self.cpu_seconds if self.cpu_seconds is not None else max(1, int(self.timeout) + 1)
         return {
             "cpu_seconds": cpu,
@@ -202,6 +206,12 @@ class _CappedReader(threading.Thread):
         return decoded, removed
 
 
+def _limits_argument(limits: dict[str, Any]) -> str:
+    # Plain integers, not JSON: importing json costs the child about 10 ms.
+    order = ("cpu_seconds", "memory_bytes", "file_size_bytes", "allow_subprocess")
+    return ",".join("-" if limits[k] is None else str(int(limits[k])) for k in order)
+
+
 def _clean_environment(workdir: str) -> dict[str, str]:
     # Nothing of the caller's environment is passed on: API keys and tokens stay out.
     return {
@@ -214,11 +224,16 @@ def _clean_environment(workdir: str) -> dict[str, str]:
     }
 
 
-_SIGNAL_REASONS = {
-    signal.SIGXCPU: "CPU time limit",
-    signal.SIGKILL: "killed",
-    signal.SIGSEGV: "crashed",
-    signal.SIGXFSZ: "file size limit",
+# Looked up by name: Windows lacks some of these signals, and importing must not fail there.
+_SIGNAL_REASONS: dict[int, str] = {
+    int(getattr(signal, name)): why
+    for name, why in (
+        ("SIGXCPU", "CPU time limit"),
+        ("SIGKILL", "killed"),
+        ("SIGSEGV", "crashed"),
+        ("SIGXFSZ", "file size limit"),
+    )
+    if hasattr(signal, name)
 }
 
 
@@ -233,7 +248,7 @@ def _error_reason(exit_code: int | None, timed_out: bool, timeout: float, stderr
             name = signal.Signals(number).name
         except ValueError:
             name = str(number)
-        why = _SIGNAL_REASONS.get(number)  # type: ignore[call-overload]
+        why = _SIGNAL_REASONS.get(number)
         return f"killed by signal {name}" + (f" ({why})" if why else "")
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
     tail = lines[-1].strip() if lines else ""
@@ -248,10 +263,16 @@ def run_python(
     """Run ``code`` in a fresh sandboxed interpreter and return what it printed.
 
     Never raises for anything the code does (exceptions, limits, timeouts are reported in the
-    result); raises ``TypeError`` when ``code`` is not a string.
+    result); raises ``TypeError`` when ``code`` is not a string and ``ToolExecutionError`` on a
+    system without POSIX process control.
     """
     if not isinstance(code, str):
         raise TypeError(f"code must be a string, got {type(code).__name__}")
+    if os.name != "posix":
+        raise ToolExecutionError(
+            "the python sandbox needs a POSIX system (resource limits, process groups)",
+            tool_name="python",
+        )
     limits = limits or SandboxLimits()
     workdir = tempfile.mkdtemp(prefix="tooluse-sandbox-")
     started = time.perf_counter()
@@ -264,7 +285,7 @@ def run_python(
                 "-I",
                 "-c",
                 _BOOTSTRAP,
-                json.dumps(limits.child_limits()),
+                _limits_argument(limits.child_limits()),
             ],
             cwd=workdir,
             env=_clean_environment(workdir),
@@ -281,11 +302,7 @@ def run_python(
         )
         for reader in readers:
             reader.start()
-        timed_out = False
-        try:
-            process.wait(timeout=limits.timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+        timed_out = _wait(process, readers, started + limits.timeout)
         _kill_group(process.pid)
         process.wait()
         for reader in readers:
@@ -306,6 +323,25 @@ def run_python(
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _wait(
+    process: subprocess.Popen[bytes], readers: tuple[_CappedReader, ...], deadline: float
+) -> bool:
+    """Wait for the child until ``deadline``; True when it had to be stopped.
+
+    Waiting on the readers first (they end when the child closes its pipes, normally at exit)
+    avoids ``Popen.wait``'s polling sleeps, which would add tens of milliseconds to every run.
+    """
+    for reader in readers:
+        reader.join(timeout=max(0.0, deadline - time.perf_counter()))
+        if reader.is_alive():
+            return True
+    try:
+        process.wait(timeout=max(0.0, deadline - time.perf_counter()))
+    except subprocess.TimeoutExpired:
+        return True
+    return False
 
 
 def _kill_group(pid: int) -> None:
@@ -358,9 +394,7 @@ def python_tool(
         if result.truncated_chars:
             metadata["truncated_chars"] = result.truncated_chars
         if result.ok:
-            return ToolResult(
-                call_id="", tool_name=name, output=result.output, metadata=metadata
-            )
+            return ToolResult(call_id="", tool_name=name, output=result.output, metadata=metadata)
         return ToolResult.failure("", name, result.output or result.error, **metadata)
 
     limits_text = f"{timeout:g} s" + (f", {memory_mb} MB memory" if memory_mb is not None else "")

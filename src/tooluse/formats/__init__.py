@@ -19,6 +19,7 @@ from tooluse.formats.base import (
     collect_events,
 )
 from tooluse.formats.chat_template import (
+    chat_template_from_config,
     detect_format,
     message_to_template_dict,
     render_chat_template,
@@ -44,7 +45,12 @@ from tooluse.formats.json_formats import (
 )
 from tooluse.formats.pythonic import GemmaToolCodeParser, Lfm2Parser, Olmo3Parser, PythonicParser
 from tooluse.formats.registry import available_formats, get_parser, register_format
-from tooluse.formats.xml_params import MiniMaxM2Parser, Qwen3CoderParser, SeedOssParser
+from tooluse.formats.xml_params import (
+    GlmParser,
+    MiniMaxM2Parser,
+    Qwen3CoderParser,
+    SeedOssParser,
+)
 
 __all__ = [
     "DeepSeekV31Parser",
@@ -52,6 +58,7 @@ __all__ = [
     "FunctionGemmaParser",
     "Gemma4Parser",
     "GemmaToolCodeParser",
+    "GlmParser",
     "GraniteParser",
     "HarmonyParser",
     "HermesToolCallParser",
@@ -74,6 +81,7 @@ __all__ = [
     "ToolCallParser",
     "ToolCallStream",
     "available_formats",
+    "chat_template_from_config",
     "collect_events",
     "detect_format",
     "get_parser",

@@ -6,6 +6,10 @@ Every parser streams: ``parser.stream(tools)`` returns a :class:`ToolCallStream`
 ``feed(text)`` + ``close()`` folded by :func:`collect_events`, so a complete parse and any split
 of the same text into deltas give the same result by construction.
 
+``ArgumentsDelta`` texts of one call add up to its arguments: the model's own text for JSON
+formats (so Python-literal arguments stream as written), JSON for formats with another syntax
+(XML parameters, Python calls, Gemma call objects).
+
 Unknown tool names: the call is still returned (as a ``ToolCallFinished``) so the loop can answer
 its id with a validation failure, and a ``ParseError`` naming the tool is recorded as well.
 Broken argument text: the call is returned with ``arguments={}`` and ``raw_arguments`` set to the
@@ -15,7 +19,7 @@ text, plus a ``ParseError``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from tooluse.events import (
@@ -121,7 +125,13 @@ class StreamMachine:
         reasoning_started: bool = False,
         id_factory: Callable[[], str] = new_call_id,
     ) -> None:
-        self._tools: dict[str, ToolDefinition] = {t.name: t for t in (available_tools or ())}
+        self._tools: dict[str, ToolDefinition] = {}
+        for tool in available_tools or ():
+            if not isinstance(tool, ToolDefinition):  # a Tool or a documented function
+                from tooluse.tools import as_tool
+
+                tool = as_tool(tool)
+            self._tools[tool.name] = tool
         self._buf = ""
         self._pos = 0
         self._final = False
@@ -347,14 +357,3 @@ class TextFormatParser:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
-
-
-@dataclass(frozen=True, kw_only=True)
-class FormatInfo:
-    """Registry entry: a format's name, aliases and parser class."""
-
-    name: str
-    parser: type[TextFormatParser]
-    aliases: tuple[str, ...] = ()
-    description: str = ""
-    options: dict[str, Any] = field(default_factory=dict)

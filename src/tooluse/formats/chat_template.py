@@ -27,6 +27,7 @@ from tooluse.messages import ChatMessage
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
+    "chat_template_from_config",
     "detect_format",
     "message_to_template_dict",
     "render_chat_template",
@@ -98,11 +99,19 @@ def template_uses_tools(template: str) -> bool:
     return "tools" in meta.find_undeclared_variables(parsed)
 
 
-def tool_to_template_dict(tool: ToolDefinition | Mapping[str, Any]) -> dict[str, Any]:
-    """A tool as templates expect it: the OpenAI function schema (dicts pass through)."""
-    if isinstance(tool, ToolDefinition):
-        return tool.to_openai_schema()
-    return dict(tool)
+def tool_to_template_dict(tool: Any) -> dict[str, Any]:
+    """A tool as templates expect it: the OpenAI function schema.
+
+    Accepts a :class:`ToolDefinition`, anything :func:`tooluse.tools.as_tool` describes (a
+    documented function, a ``Tool``), or a schema dict (passed through).
+    """
+    if isinstance(tool, Mapping):
+        return dict(tool)
+    if not isinstance(tool, ToolDefinition):
+        from tooluse.tools import as_tool
+
+        tool = as_tool(tool)
+    return tool.to_openai_schema()
 
 
 def message_to_template_dict(message: ChatMessage | Mapping[str, Any]) -> dict[str, Any]:
@@ -146,7 +155,7 @@ def render_chat_template(
     template: str,
     messages: Sequence[ChatMessage | Mapping[str, Any]],
     *,
-    tools: Sequence[ToolDefinition | Mapping[str, Any]] | None = None,
+    tools: Sequence[Any] | None = None,
     add_generation_prompt: bool = True,
     tools_prompt: str | None = None,
     **extra: Any,
@@ -187,11 +196,40 @@ def _with_system_text(messages: list[dict[str, Any]], text: str) -> list[dict[st
     return [{"role": "system", "content": text}, *messages]
 
 
+def chat_template_from_config(
+    config: Mapping[str, Any], *, with_tools: bool = False, name: str | None = None
+) -> str:
+    """The chat template stored in a ``tokenizer_config.json`` (already loaded as a dict).
+
+    The value is either one template or a list of ``{"name", "template"}``; like transformers,
+    ``name`` picks one, else the ``tool_use`` template when tools are given and one exists, else
+    ``default``.
+    """
+    value = config.get("chat_template")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        named = {
+            str(item.get("name")): str(item.get("template"))
+            for item in value
+            if isinstance(item, Mapping) and "template" in item
+        }
+        if name is not None:
+            if name in named:
+                return named[name]
+            raise ChatTemplateError(f"no chat template named {name!r}; have {sorted(named)}")
+        for choice in ("tool_use" if with_tools else "", "default"):
+            if choice in named:
+                return named[choice]
+    raise ChatTemplateError("the tokenizer config has no usable chat_template")
+
+
 # Marker text that identifies a format inside a template, most specific first.
 _DETECTION: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("harmony", ("<|channel|>", "<|constrain|>")),
     ("harmony", ("<|channel|>", "<|call|>")),
     ("kimi_k2", ("<|tool_calls_section_begin|>",)),
+    ("glm45", ("<tool_call>", "<arg_key>")),
     ("minimax_m2", ("<minimax:tool_call>",)),
     ("seed_oss", ("<seed:tool_call>",)),
     ("gemma4", ("<|tool_call>",)),

@@ -116,6 +116,9 @@ class JsonCallMachine(StreamMachine):
             )
             return "cut"
         if scanner.complete:
+            body = raw[len(self._prefix) :].strip()
+            if scanner.calls_seen == 0 and body != "[]":  # e.g. a list of strings
+                self._error("tool call list holds no call object", raw)
             return "complete"
         if self._current is not None:
             index, cid, name = self._current

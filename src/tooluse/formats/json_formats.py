@@ -94,6 +94,7 @@ class _LlamaMachine(_JsonFormatMachine):
         self._text_markers = MarkerSet(["<|python_tag|>"])
         self._terminators = MarkerSet(self._ends)
         self._builtin_end = MarkerSet(self._ends)
+        self._lead = ""  # spaces before a bare JSON object at the start of the turn
 
     def _step(self) -> bool:
         state = self._state
@@ -103,6 +104,7 @@ class _LlamaMachine(_JsonFormatMachine):
             if end == len(self._buf) and not self._final and end - self._pos <= _MAX_WAIT_WS:
                 return False
             if end < len(self._buf) and self._buf[end] == "{":
+                self._lead = self._buf[self._pos : end]
                 self._pos = end
                 self._open_calls("", self._terminators)
                 self._state = "body"
@@ -173,7 +175,9 @@ class _LlamaMachine(_JsonFormatMachine):
 
     def _not_a_call(self, raw_value: str, problem: str) -> None:
         if not self._prefix:
-            self._emit_text(raw_value)  # a bare JSON answer that is not a call is content
+            # a bare JSON answer that is not a call is content
+            self._emit_text(self._lead + raw_value)
+            self._lead = ""
         else:
             super()._not_a_call(raw_value, problem)
 

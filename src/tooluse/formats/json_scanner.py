@@ -32,6 +32,7 @@ ARGUMENT_KEYS = frozenset({"arguments", "parameters"})
 
 _STRING_BODY = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
 _WS = " \t\r\n"
+_WS_RUN = re.compile(r"[ \t\r\n]+")
 
 
 class JsonSink(Protocol):
@@ -90,6 +91,8 @@ class JsonScanner:
         self.terminated_by: str | None = None
         #: The value did not start like one (``{``/``[`` for calls, ``{`` for arguments).
         self.invalid = False
+        #: Call objects met so far (``calls`` mode).
+        self.calls_seen = 0
         #: Whitespace skipped before the value (kept so an invalid value loses nothing).
         self.leading: list[str] = []
         self.depth = 0
@@ -156,9 +159,10 @@ class JsonScanner:
                 continue
             c = text[i]
             if c in _WS:
+                j = _WS_RUN.match(text, i).end()  # type: ignore[union-attr]  # matches always
                 if not self.started:
-                    self.leading.append(c)
-                i += 1
+                    self.leading.append(text[i:j])
+                i = j
                 continue
             if c in self._term_first and self.terminators is not None:
                 stop = self._check_terminator(text, i, final)
@@ -230,10 +234,12 @@ class JsonScanner:
     def _string_closed(self, text: str, i: int) -> None:
         if self._capture_kind:
             raw = self._capture.close(text, i)
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                value = raw[1:-1]
+            value = raw[1:-1]
+            if "\\" in value:
+                try:
+                    value = json.loads(raw)
+                except ValueError:
+                    pass
             if self._capture_kind == "key":
                 self._key = str(value)
             else:
@@ -244,6 +250,7 @@ class JsonScanner:
             self._finish_arguments(text, i)
 
     def _begin_call(self, i: int) -> None:
+        self.calls_seen += 1
         self._call.open(i)
         self._key_expected = True
         self._key = None

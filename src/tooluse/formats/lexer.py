@@ -47,6 +47,12 @@ class MarkerSet:
         unique = sorted({m for m in markers if m}, key=lambda m: (-len(m), m))
         if not unique:
             raise ValueError("a marker set needs at least one marker")
+        for outer in unique:
+            for inner in unique:
+                # A marker inside another (not as its prefix) would make the earliest complete
+                # match depend on how much text has arrived; no format needs that.
+                if inner != outer and inner in outer[1:]:
+                    raise ValueError(f"marker {inner!r} occurs inside marker {outer!r}")
         self.markers: tuple[str, ...] = tuple(unique)
         # Longest first, so that a marker which is a prefix of another never wins early.
         self._pattern = re.compile("|".join(re.escape(m) for m in unique))

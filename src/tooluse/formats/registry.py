@@ -24,7 +24,12 @@ from tooluse.formats.json_formats import (
     MistralV11Parser,
 )
 from tooluse.formats.pythonic import GemmaToolCodeParser, Lfm2Parser, Olmo3Parser, PythonicParser
-from tooluse.formats.xml_params import MiniMaxM2Parser, Qwen3CoderParser, SeedOssParser
+from tooluse.formats.xml_params import (
+    GlmParser,
+    MiniMaxM2Parser,
+    Qwen3CoderParser,
+    SeedOssParser,
+)
 
 __all__ = ["available_formats", "get_parser", "register_format"]
 
@@ -86,6 +91,7 @@ def _register_builtins() -> None:
         (JambaParser, ("hunyuan",)),
         (Phi4MiniParser, ("phi4", "firefunction")),
         (NemotronParser, ()),
+        (GlmParser, ("glm", "glm4.5", "glm4.6", "glm46", "glm4.7", "glm47", "glm5")),
     ]
     for parser, aliases in builtins:
         register_format(parser.name, parser, aliases=aliases)

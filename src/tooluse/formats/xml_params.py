@@ -20,7 +20,13 @@ from tooluse.formats.lexer import MarkerSet
 from tooluse.formats.literals import LiteralSyntaxError, decode_arguments
 from tooluse.tools.definition import ToolDefinition
 
-__all__ = ["Qwen3CoderParser", "qwen3_coder_tools_prompt"]
+__all__ = [
+    "GlmParser",
+    "MiniMaxM2Parser",
+    "Qwen3CoderParser",
+    "SeedOssParser",
+    "qwen3_coder_tools_prompt",
+]
 
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
 FN_OPEN, FN_CLOSE = "<function=", "</function>"
@@ -51,6 +57,9 @@ class _Qwen3CoderMachine(StreamMachine):
     call_open, call_close = CALL_OPEN, CALL_CLOSE
     fn_open, fn_close = FN_OPEN, FN_CLOSE
     param_open, param_close = PARAM_OPEN, PARAM_CLOSE
+    #: What ends a parameter name, and the tag (if any) that must follow before the value.
+    key_end: str = ">"
+    value_open: str | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -65,6 +74,7 @@ class _Qwen3CoderMachine(StreamMachine):
         self._text_markers = MarkerSet(opens)
         self._call_markers = MarkerSet([self.fn_open, self.call_close])
         self._gt = MarkerSet([">"])
+        self._key_end = MarkerSet([self.key_end])
         self._param_markers = MarkerSet([self.param_open, self.fn_close, self.call_close])
         self._value_ends = MarkerSet([self.param_close, self.fn_close, self.call_close])
         self._call: tuple[int, str, str] | None = None
@@ -108,7 +118,10 @@ class _Qwen3CoderMachine(StreamMachine):
                 return False
             if end == len(self._buf) or self._buf[end] != "<":
                 self._emit_text(self.call_open + self._buf[self._pos : end])
-                self._error(f"{self.call_open!r} is not followed by a function; kept as text", self.call_open)
+                self._error(
+                    f"{self.call_open!r} is not followed by a function; kept as text",
+                    self.call_open,
+                )
                 self._pos = end
                 self._state = "text"
                 return True
@@ -194,7 +207,7 @@ class _Qwen3CoderMachine(StreamMachine):
         return True
 
     def _st_pname(self) -> bool:
-        got = self._collect_until(self._gt)
+        got = self._collect_until(self._key_end)
         if got is None:
             return False
         text, marker = got
@@ -208,8 +221,31 @@ class _Qwen3CoderMachine(StreamMachine):
         self._value_started = False
         self._pending_nl = False
         self._opened_string = False
+        self._state = "value" if self.value_open is None else "value_open"
+        return True
+
+    def _st_value_open(self) -> bool:
+        """Between a key and its value (GLM): spaces, then the value's opening tag."""
+        assert self.value_open is not None
+        closed = self._skip_tag(self.value_open)
+        if closed is None:
+            return False
+        if not closed:
+            self._raw.append(self._remaining()[:64])
         self._state = "value"
         return True
+
+    def _skip_tag(self, tag: str) -> bool | None:
+        match = _WS.match(self._buf, self._pos)
+        end = match.end() if match else self._pos
+        rest = self._buf[end : end + len(tag)]
+        if rest == tag:
+            self._raw.append(self._buf[self._pos : end + len(tag)])
+            self._pos = end + len(tag)
+            return True
+        if not self._final and tag.startswith(rest) and end - self._pos <= _MAX_WAIT_WS:
+            return None
+        return False
 
     def _st_value(self) -> bool:
         found = self._value_ends.find(self._buf, self._pos, self._final)
@@ -411,4 +447,66 @@ class MiniMaxM2Parser(Qwen3CoderParser):
             "When making tool calls, use XML format to invoke tools and pass parameters:\n\n"
             '<minimax:tool_call>\n<invoke name="tool-name-1">\n<parameter name="param-key-1">'
             "param-value-1</parameter>\n</invoke>\n</minimax:tool_call>"
+        )
+
+
+class _GlmMachine(_Qwen3CoderMachine):
+    """GLM-4.5 / 4.6 / 4.7: the name follows ``<tool_call>`` directly; key/value tag pairs."""
+
+    param_open, param_close = "<arg_key>", "</arg_value>"
+    fn_close = CALL_CLOSE
+    key_end = "</arg_key>"
+    value_open = "<arg_value>"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._name_end = MarkerSet(["\n", self.param_open, self.call_close])
+        opens = [self.call_open] + ([self.think_open] if self.think_open else [])
+        self._text_markers = MarkerSet(opens)
+
+    def _st_call(self) -> bool:
+        got = self._collect_until(self._name_end)
+        if got is None:
+            return False
+        text, marker = got
+        name = text.strip()
+        self._raw.append(text + (marker or ""))
+        if not _NAME.fullmatch(name):
+            # not a call: the tag was literal text
+            self._emit_text("".join(self._raw))
+            self._error(
+                f"{self.call_open!r} is not followed by a function name; kept as text",
+                self.call_open,
+            )
+            self._raw = []
+            self._state = "text"
+            return True
+        index, cid = self._start_call(name)
+        self._call = (index, cid, name)
+        self._args = {}
+        if marker == self.param_open:
+            self._state = "pname"
+        elif marker == self.call_close:
+            self._end_call(None)
+            self._state = "text"
+        else:
+            self._state = "params"
+        return True
+
+
+class GlmParser(Qwen3CoderParser):
+    """GLM-4.5 / 4.6 / 4.7: ``<tool_call>NAME<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>``."""
+
+    name = "glm45"
+    machine = _GlmMachine
+
+    def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
+        schemas = "\n".join(json.dumps(t.to_openai_schema(), ensure_ascii=False) for t in tools)
+        return (
+            "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+            "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+            + schemas
+            + "\n</tools>\n\nFor each function call, output the function name and arguments within "
+            "the following XML format:\n<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n"
+            "<arg_value>{arg-value-1}</arg_value>\n...\n</tool_call>"
         )

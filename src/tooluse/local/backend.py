@@ -104,14 +104,18 @@ class LlamaCppBackend:
             raise BackendError(f"llama.cpp could not load {path}: {exc}") from exc
         self.model_path = path
         self.model_name = str(self.llm.metadata.get("general.name") or path.stem)
-        template = chat_template or self.llm.metadata.get("tokenizer.chat_template")
+        self.profile = profile or profile_for(f"{self.model_name} {path.name}")
+        template = (
+            chat_template
+            or self.profile.chat_template
+            or self.llm.metadata.get("tokenizer.chat_template")
+        )
         if not template:
             raise ChatTemplateError(
                 f"{path.name} has no chat template (GGUF key tokenizer.chat_template); "
                 "pass chat_template= with a Jinja2 chat template"
             )
         self.chat_template: str = template
-        self.profile = profile or profile_for(f"{self.model_name} {path.name}")
         self.constrain = constrain
         self.strict_grammar = strict_grammar
         self.max_tokens = max_tokens
@@ -175,9 +179,7 @@ class LlamaCppBackend:
 
     # -- prompt -------------------------------------------------------------------------------
 
-    def render(
-        self, messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition] = ()
-    ) -> str:
+    def render(self, messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition] = ()) -> str:
         """The prompt text the model sees for ``messages`` with ``tools`` listed."""
         dicts = self.profile.to_template_messages(messages, tools)
         return render_prompt(self.chat_template, dicts, bos_token=self._bos, eos_token=self._eos)

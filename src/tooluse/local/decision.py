@@ -10,9 +10,8 @@ The scoring deciders then read the model's own log-probabilities on a second, sm
 context over the same model file, so scoring never evicts the main prompt cache:
 
 - :class:`MarkerDecider`: probability that the reply starts with the call marker;
-- :class:`YesNoDecider`: for each tool, a few-shot "can this tool answer the request?" question
-  scored as log P(Yes) - log P(No), minus the same score for an empty request (contextual
-  calibration), maximum over tools;
+- :class:`YesNoDecider`: "does this question need one of these tools?" with the tools listed,
+  scored as log P(Yes) - log P(No);
 - :class:`RelevanceDecider`: how much more likely the request is after the tool's description
   than after a "needs no tool" description (a noisy-channel classifier), maximum over tools.
 
@@ -22,13 +21,13 @@ the most accurate one there.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from tooluse.local.chat_prompt import render_prompt
 from tooluse.messages import ChatMessage
 from tooluse.tools.definition import ToolDefinition
 
@@ -160,51 +159,50 @@ class MarkerDecider(ScoringDecider):
 
 
 MAX_REQUEST_CHARS = 600
-YES_NO_EXAMPLES = (
-    "Decide if a tool can answer a request.\n"
-    "Tool: send_email - Send an email to someone\n"
-    "Request: Email Bob that I will be late.\nAnswer: Yes\n\n"
-    "Tool: get_stock_price - Get the price of a stock\n"
-    "Request: What is the largest ocean on Earth?\nAnswer: No\n\n"
-    "Tool: get_stock_price - Get the price of a stock\n"
-    "Request: How much is Apple stock trading at?\nAnswer: Yes\n\n"
-    "Tool: send_email - Send an email to someone\n"
-    "Request: Write a short poem about the sea.\nAnswer: No\n\n"
-)
 
 
 class YesNoDecider(ScoringDecider):
-    """Few-shot yes/no question per tool, calibrated on an empty request; max over tools."""
+    """Asks the model whether the request needs one of the tools (listed with their
+    descriptions) and scores the reply as log P(Yes) - log P(No).
+
+    The tool list comes first in the prompt, so its KV cache is reused across requests and each
+    decision only evaluates the request (about 0.1 s on SmolLM2-135M). ``threshold`` was chosen
+    on a tuning set of questions and tools disjoint from the benchmark's.
+    """
 
     name = "yes-no"
 
-    def __init__(self, threshold: float = 0.0) -> None:
+    def __init__(self, threshold: float = -1.2) -> None:
         super().__init__(threshold)
-        self._calibration: dict[tuple[str, str], float] = {}
 
-    def _prompt(self, tool: ToolDefinition, request: str) -> str:
+    @staticmethod
+    def prompt(backend: LlamaCppBackend, request: str, tools: Sequence[ToolDefinition]) -> str:
+        listing = "; ".join(f"{t.name}: {t.description}" for t in tools)
         line = " ".join(request.split())[-MAX_REQUEST_CHARS:]
-        return f"{YES_NO_EXAMPLES}Tool: {tool.name} - {tool.description}\nRequest: {line}\nAnswer:"
-
-    def _yes_minus_no(self, backend: LlamaCppBackend, text: str) -> float:
-        loop = backend.scoring_loop()
-        loop.prefill(loop.tokenize(text))
-        logprobs = _log_softmax(loop.logits())
-        yes = [loop.tokenize(w)[0] for w in (" Yes", " yes")]
-        no = [loop.tokenize(w)[0] for w in (" No", " no")]
-        return float(np.logaddexp.reduce(logprobs[yes]) - np.logaddexp.reduce(logprobs[no]))
+        question = (
+            f"Question: {line}\nDoes answering this question need one of the tools? "
+            "Answer Yes or No."
+        )
+        return render_prompt(
+            backend.chat_template,
+            [
+                {
+                    "role": "system",
+                    "content": f"You decide if a question needs a tool. Tools: {listing}",
+                },
+                {"role": "user", "content": question},
+            ],
+        )
 
     def score(
         self, backend: LlamaCppBackend, request: str, tools: Sequence[ToolDefinition]
     ) -> float:
-        best = -math.inf
-        for tool in tools:
-            key = (tool.name, tool.description)
-            if key not in self._calibration:
-                self._calibration[key] = self._yes_minus_no(backend, self._prompt(tool, "N/A"))
-            raw = self._yes_minus_no(backend, self._prompt(tool, request))
-            best = max(best, raw - self._calibration[key])
-        return best
+        loop = backend.scoring_loop()
+        loop.prefill(loop.tokenize(self.prompt(backend, request, tools)))
+        logprobs = _log_softmax(loop.logits())
+        yes = sorted({loop.tokenize(w)[0] for w in ("Yes", " yes", " Yes")})
+        no = sorted({loop.tokenize(w)[0] for w in ("No", " no", " No")})
+        return float(np.logaddexp.reduce(logprobs[yes]) - np.logaddexp.reduce(logprobs[no]))
 
 
 class RelevanceDecider(ScoringDecider):

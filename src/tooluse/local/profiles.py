@@ -62,6 +62,10 @@ class ToolPromptProfile:
     - ``tool_prompt`` is formatted with ``tools`` (the tools' JSON, one per line); the user's own
       system message, if any, follows it.
     - ``tool_result_role`` is the chat role that carries tool results back.
+    - ``chat_template`` replaces the GGUF's template when set.
+    - ``fold_results_in_text``: when the model answers in text (no tools shown), tool calls are
+      left out and their results are appended to the user's message, which a small model
+      answers far better than a separate tool turn.
     """
 
     name: str
@@ -73,6 +77,8 @@ class ToolPromptProfile:
     start_marker: str = "<tool_call>"
     end_marker: str = "</tool_call>"
     tool_result_role: str = "tool"
+    chat_template: str | None = None
+    fold_results_in_text: bool = False
 
     # -- prompt side --------------------------------------------------------------------------
 
@@ -109,6 +115,8 @@ class ToolPromptProfile:
             out.append({"role": "system", "content": self.system_prompt(tools, user_system)})
         elif user_system:
             out.append({"role": "system", "content": user_system})
+        if not tools and self.fold_results_in_text:
+            rest = fold_tool_results(rest)
         for message in rest:
             if message.role == "assistant" and message.tool_calls:
                 text = message.content.strip()
@@ -148,6 +156,27 @@ class ToolPromptProfile:
         return ParsedTurn(text="".join(plain).strip(), calls=tuple(calls), errors=tuple(errors))
 
 
+def fold_tool_results(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """The conversation with tool turns folded into the user message they answer."""
+    out: list[ChatMessage] = []
+    last_user = -1
+    for message in messages:
+        if message.role == "assistant" and message.tool_calls and not message.content.strip():
+            continue
+        if message.role == "tool" and last_user >= 0:
+            name = message.name or (message.result.tool_name if message.result else "tool")
+            user = out[last_user]
+            content = f"{user.content}\n\nResult of {name}: {message.content}"
+            out[last_user] = ChatMessage(role="user", content=content)
+            continue
+        if message.role == "assistant" and message.tool_calls:
+            message = ChatMessage(role="assistant", content=message.content)
+        out.append(message)
+        if message.role == "user":
+            last_user = len(out) - 1
+    return out
+
+
 def read_call_json(body: str) -> tuple[list[ToolCall], str]:
     """Calls from the JSON between the markers: one object or a list of objects."""
     try:
@@ -173,8 +202,19 @@ def read_call_json(body: str) -> tuple[list[ToolCall], str]:
     return calls, ""
 
 
+# ChatML without the built-in default system prompt of SmolLM2's GGUF template: with that
+# default system prompt the Q4_1 build answers plain questions in broken French ("capital of
+# France?"), without it in correct English.
+CHATML_TEMPLATE = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content']"
+    " + '<|im_end|>' + '\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
 SMOLLM2 = ToolPromptProfile(
     name="smollm2",
+    chat_template=CHATML_TEMPLATE,
+    fold_results_in_text=True,
     tool_prompt=SMOLLM2_TOOL_PROMPT,
     open="<tool_call>[\n",
     close="\n]</tool_call>",

@@ -1,0 +1,167 @@
+"""Where MCP servers are and which of their tools to use: :class:`MCPServerConfig`.
+
+Configs are built directly, or read from the ``mcpServers`` JSON that MCP clients share
+(Claude Desktop, Cursor, VS Code...) with :func:`load_mcp_servers`::
+
+    {"mcpServers": {
+        "time": {"command": "python", "args": ["-m", "mcp_server_time"]},
+        "docs": {"url": "http://127.0.0.1:8000/mcp", "headers": {"Authorization": "Bearer ..."}}
+    }}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = ["MCPServerConfig", "load_mcp_servers"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MCPServerConfig:
+    """How to reach one MCP server.
+
+    Give ``command`` (and ``args``, ``env``, ``cwd``) for a stdio server started as a
+    subprocess, or ``url`` (and optional ``headers``) for a streamable HTTP server.
+
+    - ``timeout``: seconds allowed for each call (and each tool listing);
+    - ``startup_timeout``: seconds allowed to start the server and finish the handshake;
+    - ``tool_prefix``: prepended to every tool name (``"time_"`` -> ``time_get_current_time``)
+      to keep names apart when several servers are used together;
+    - ``include_tools`` / ``exclude_tools``: server-side tool names to keep (``None``: all) or
+      to hide; hidden tools are neither listed nor callable;
+    - ``name``: a label for messages (defaults to the command or URL).
+
+    ``env`` is added to a small safe default environment (``PATH``, ``HOME``...), as the SDK does.
+    """
+
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] | None = None
+    timeout: float = 30.0
+    startup_timeout: float = 30.0
+    tool_prefix: str = ""
+    include_tools: tuple[str, ...] | None = None
+    exclude_tools: tuple[str, ...] = ()
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("MCPServerConfig needs exactly one of command= (stdio) or url= (HTTP)")
+        for label in ("args", "include_tools", "exclude_tools"):
+            value = getattr(self, label)
+            if isinstance(value, str):
+                raise ValueError(
+                    f"MCPServerConfig.{label} must be a sequence of strings, not one string"
+                )
+            if value is not None:
+                object.__setattr__(self, label, tuple(str(item) for item in value))
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"MCPServerConfig.url must be an http(s) URL, got {self.url!r}")
+        if self.command is not None and (self.headers or self.url):
+            raise ValueError("headers= applies only to url= servers")
+        if self.url is not None and (self.args or self.env or self.cwd):
+            raise ValueError("args=, env= and cwd= apply only to command= servers")
+        for label in ("timeout", "startup_timeout"):
+            if not getattr(self, label) > 0:
+                raise ValueError(f"MCPServerConfig.{label} must be positive")
+
+    @property
+    def label(self) -> str:
+        """A short human name for this server."""
+        if self.name:
+            return self.name
+        if self.url is not None:
+            return self.url
+        return " ".join((str(self.command), *self.args))
+
+    @property
+    def transport(self) -> str:
+        """``"stdio"`` or ``"http"``."""
+        return "http" if self.url is not None else "stdio"
+
+    def wants_tool(self, server_name: str) -> bool:
+        """Whether the server-side tool ``server_name`` passes the include/exclude filters."""
+        if self.include_tools is not None and server_name not in self.include_tools:
+            return False
+        return server_name not in self.exclude_tools
+
+
+class _ServerEntry(BaseModel):
+    """One ``mcpServers`` entry as MCP clients write it (unknown keys are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] | None = None
+    type: Literal["stdio", "http", "streamable-http", "streamableHttp", "sse"] | None = None
+    timeout: float | None = None
+
+
+def load_mcp_servers(
+    source: Mapping[str, Any] | str | Path,
+    *,
+    prefix_with_name: bool = False,
+    timeout: float | None = None,
+) -> tuple[MCPServerConfig, ...]:
+    """Configs from ``mcpServers`` JSON: a mapping, JSON text or a path to a JSON file.
+
+    Each server is named by its key; ``prefix_with_name=True`` also prefixes its tools with
+    ``<name>_``. ``timeout`` applies to every server that sets none. Raises ``ValueError`` naming
+    the server whose entry is invalid (SSE servers are not supported: use streamable HTTP).
+    """
+    if isinstance(source, Path) or (
+        isinstance(source, str) and not source.lstrip().startswith("{")
+    ):
+        text = Path(source).read_text(encoding="utf-8")
+        data: Any = json.loads(text)
+    elif isinstance(source, str):
+        data = json.loads(source)
+    else:
+        data = source
+    if not isinstance(data, Mapping):
+        raise ValueError("an MCP servers config must be a JSON object")
+    servers = data.get("mcpServers", data.get("servers"))
+    if not isinstance(servers, Mapping) or not servers:
+        raise ValueError('an MCP servers config needs a non-empty "mcpServers" object')
+    configs = []
+    for name, raw in servers.items():
+        try:
+            entry = _ServerEntry.model_validate(raw)
+        except ValidationError as exc:
+            raise ValueError(f"MCP server {name!r}: {exc}") from exc
+        if entry.type == "sse":
+            raise ValueError(
+                f"MCP server {name!r}: SSE servers are not supported; use streamable HTTP"
+            )
+        seconds = entry.timeout if entry.timeout is not None else timeout
+        extra: dict[str, Any] = {"timeout": seconds} if seconds is not None else {}
+        try:
+            configs.append(
+                MCPServerConfig(
+                    command=entry.command,
+                    args=tuple(entry.args),
+                    env=entry.env,
+                    cwd=entry.cwd,
+                    url=entry.url,
+                    headers=entry.headers,
+                    name=str(name),
+                    tool_prefix=f"{name}_" if prefix_with_name else "",
+                    **extra,
+                )
+            )
+        except ValueError as exc:
+            raise ValueError(f"MCP server {name!r}: {exc}") from exc
+    return tuple(configs)
