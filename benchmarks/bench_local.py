@@ -173,7 +173,9 @@ def bench_speed(backend: Any, llama_cpp: Any) -> dict[str, Any]:
     messages = [ChatMessage.user("Write a long story about a dragon who learns to read.")]
     prompt = backend.render(messages)
     direct = llama_cpp.Llama(
-        model_path=str(backend.model_path), n_ctx=backend.n_ctx, n_threads=backend._threads,
+        model_path=str(backend.model_path),
+        n_ctx=backend.n_ctx,
+        n_threads=backend._threads,
         verbose=False,
     )
     params = SamplingParams(max_tokens=128, temperature=0.0)
@@ -290,6 +292,7 @@ def bench_auto(backend: Any) -> dict[str, Any]:
     """Right call/no-call share of each decider on the mixed set (and on the tuning set)."""
     from tooluse.local.decision import (
         AlwaysCall,
+        AnyDecider,
         MarkerDecider,
         NeverCall,
         RelevanceDecider,
@@ -297,8 +300,9 @@ def bench_auto(backend: Any) -> dict[str, Any]:
     )
 
     deciders = {
-        "yes-no (default)": YesNoDecider(),
+        "marker or relevance (default)": AnyDecider(MarkerDecider(), RelevanceDecider()),
         "relevance": RelevanceDecider(),
+        "yes-no": YesNoDecider(),
         "marker": MarkerDecider(),
         "always-call": AlwaysCall(),
         "never-call": NeverCall(),

@@ -150,7 +150,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def served_http_url():
     port = free_port()
     process = subprocess.Popen(
@@ -181,6 +181,21 @@ async def test_serve_http_with_the_sdk_client(served_http_url):
 
     async with Client(served_http_url) as client:
         await check_served_tools(client)
+
+
+def test_list_and_call_over_http_url(served_http_url):
+    listed = runner.invoke(app, ["mcp", "list", "--json", "--url", served_http_url])
+    assert listed.exit_code == 0, listed.output
+    assert {tool["name"] for tool in json.loads(listed.stdout)} == {
+        "multiply",
+        "forecast",
+        "explode",
+    }
+    called = runner.invoke(
+        app, ["mcp", "call", "multiply", "--args", '{"a": 7, "b": 8}', "--url", served_http_url]
+    )
+    assert called.exit_code == 0, called.output
+    assert called.stdout.strip() == "56"
 
 
 def test_serve_reports_a_module_without_tools(tmp_path):

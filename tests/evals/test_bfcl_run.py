@@ -267,6 +267,28 @@ def test_cli_eval_bfcl(tmp_path):
     assert data["accuracy"] == 1.0 and data["total"] == 5
 
 
+def test_cli_eval_env_writes_trajectories(tmp_path):
+    turns = [
+        [ToolCall(name="python", arguments={"code": "print(0.15 * 80)"})],
+        [ToolCall(name="submit_answer", arguments={"answer": "12"})],
+        [ToolCall(name="submit_answer", arguments={"answer": "50"})],
+    ]
+    register_model_prefix(
+        "env-script-test", lambda rest, **options: ScriptedBackend(list(turns)), replace=True
+    )
+    out = tmp_path / "runs.jsonl"
+    result = CliRunner().invoke(
+        app, ["eval", "env", "--model", "env-script-test:x", "--limit", "2", "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "math:arithmetic: solved 1/2 (50.0%)" in result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["success"] for r in rows] == [True, False]
+    assert [r["answer"] for r in rows] == ["12", "50"]
+    unknown = CliRunner().invoke(app, ["eval", "env", "--model", "local", "--env", "nope"])
+    assert unknown.exit_code == 2 and "unknown environment 'nope'" in unknown.output
+
+
 def test_cli_errors_are_clear():
     runner = CliRunner()
     bad_model = runner.invoke(app, ["eval", "bfcl", "--model", "nosuchprefix:x"])

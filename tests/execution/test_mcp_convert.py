@@ -214,6 +214,8 @@ def test_check_arguments_rejects_and_accepts():
         ({"command": "x", "args": "one string"}, "sequence of strings"),
         ({"command": "x", "timeout": 0}, "timeout must be positive"),
         ({"url": "http://127.0.0.1:1/mcp", "args": ("a",)}, "only to command="),
+        ({"command": "x", "headers": {"A": "b"}}, "only to url="),
+        ({"command": "x", "server": object()}, "exactly one of"),
     ],
 )
 def test_config_rejects_bad_input(kwargs, message):

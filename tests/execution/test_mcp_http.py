@@ -85,9 +85,13 @@ async def test_http_timeout_is_enforced(http_url):
 
 
 async def test_http_headers_are_sent(http_url):
-    config = MCPServerConfig(url=http_url, headers={"X-Test": "1"})
+    config = MCPServerConfig(url=http_url, headers={"X-Test": "tooluse-42"})
     async with MCPToolExecutor(config) as executor:
-        assert (await executor.call_tool("echo", {"text": "with headers"})).output == "with headers"
+        sent = await executor.call_tool("header", {"name": "X-Test"})
+    async with MCPToolExecutor(MCPServerConfig(url=http_url)) as executor:
+        absent = await executor.call_tool("header", {"name": "X-Test"})
+    assert sent.output == "tooluse-42"
+    assert absent.output == ""
 
 
 async def test_nothing_listening_is_a_clear_start_error():

@@ -8,7 +8,9 @@ import pytest
 from mcp import Client, MCPError
 
 from tooluse.errors import ToolDefinitionError
+from tooluse.execution.mcp import MCPServerConfig, MCPToolExecutor
 from tooluse.execution.mcp_server import MCPToolServer, load_module_tools
+from tooluse.messages import ToolCall
 from tooluse.tools import ToolDefinition
 
 SERVED = str(Path(__file__).parent / "mcp_servers" / "served_tools.py")
@@ -95,3 +97,34 @@ def test_load_module_tools_errors(tmp_path):
         load_module_tools(str(empty))
     with pytest.raises(ToolDefinitionError, match="at least one tool"):
         MCPToolServer([])
+
+
+async def test_tooluse_tools_round_trip_through_mcp_in_process():
+    """tooluse tool -> MCPToolServer -> MCP (in process) -> MCPToolExecutor -> ToolResult."""
+    server = MCPToolServer([word_count], name="words")
+    config = MCPServerConfig(server=server.lowlevel_server(), tool_prefix="w_")
+    async with MCPToolExecutor(config) as executor:
+        [definition] = await executor.list_tools()
+        counted = await executor.execute_async(
+            ToolCall(id="r1", name="w_word_count", arguments={"text": "to be or not to be"})
+        )
+        rejected = await executor.call_tool("w_word_count", {"unique": True})
+    assert config.transport == "in-process" and config.label == "words"
+    assert definition.input_schema["required"] == ["text"]
+    assert (counted.call_id, counted.structured) == ("r1", {"words": 6})
+    assert rejected.is_error and "text" in rejected.output
+
+
+async def test_sdk_mcpserver_object_in_process():
+    from mcp.server.mcpserver import MCPServer
+
+    sdk_server = MCPServer("inline")
+
+    @sdk_server.tool()
+    def double(x: int) -> int:
+        """Double a number."""
+        return 2 * x
+
+    async with MCPToolExecutor(MCPServerConfig(server=sdk_server)) as executor:
+        result = await executor.call_tool("double", {"x": 21})
+    assert result.output == "42" and result.structured == {"result": 42}

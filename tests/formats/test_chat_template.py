@@ -173,6 +173,7 @@ def test_sandbox_blocks_attribute_escape():
         ("```tool_code\\n", "gemma_tool_code"),
         ("<|tool_calls_section_begin|>", "kimi_k2"),
         ("<tool_call>{{ name }}<arg_key>{{ k }}</arg_key>", "glm45"),
+        ("<function={{ name }}>{{ args }}</function>", "function_tag"),
         ("<minimax:tool_call><invoke name=", "minimax_m2"),
         ("<seed:tool_call><function=", "seed_oss"),
         ("<|tool_call>call:", "gemma4"),

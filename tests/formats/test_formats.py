@@ -311,6 +311,16 @@ CASES += [
         0,
     ),
     ("glm45", "a <tool_call> tag in prose", "a <tool_call> tag in prose", "", [], 1),
+    (
+        "function_tag",
+        'Sure. <function=get_weather>{"city": "Paris"}</function><function=today>{}</function>',
+        "Sure. ",
+        "",
+        [W, T],
+        0,
+    ),
+    ("function_tag", "<function=bad name> is prose", "<function=bad name> is prose", "", [], 0),
+    ("function_tag", "<function=today>oops</function>", "", "", [("today", {})], 1),
 ]
 
 

@@ -34,9 +34,12 @@ def test_shorter_marker_waits_while_a_longer_one_may_still_match():
     assert markers.find("x```py", 0, final=False).marker == "```"
 
 
-def test_marker_inside_another_is_refused():
+def test_marker_inside_another_is_refused_but_a_suffix_is_fine():
     with pytest.raises(ValueError, match="inside"):
-        MarkerSet(["ab", "xab"])
+        MarkerSet(["ab", "xaby"])
+    markers = MarkerSet([">", "</function>"])
+    assert markers.find("ab</function>", 0, final=False).marker == "</function>"
+    assert markers.find("ab>", 0, final=False).marker == ">"
 
 
 def test_marker_sets_are_shared():

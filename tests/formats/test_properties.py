@@ -360,3 +360,10 @@ def test_glm_roundtrip(before, query, days, newlines, data):
     events += stream.close()
     check_events(events)
     assert summary(collect_events(events)) == summary(whole)
+
+
+@SETTINGS
+@given(before=plain, after=plain, cs=calls, data=st.data())
+def test_function_tag_roundtrip(before, after, cs, data):
+    body = "".join(f"<function={n}>{_j(a)}</function>" for n, a in cs)
+    _roundtrip("function_tag", before + body + after, data, cs, before + after)

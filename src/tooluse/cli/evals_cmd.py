@@ -1,4 +1,9 @@
-"""`tooluse eval` commands: ``tooluse eval bfcl --model local --limit 3``."""
+"""`tooluse eval` commands.
+
+- ``tooluse eval bfcl --model local --limit 3``: BFCL-style function-calling accuracy;
+- ``tooluse eval env --model local --env math:arithmetic -o runs.jsonl``: play a tool
+  environment's tasks, report the success rate and save the trajectories (training data).
+"""
 
 from __future__ import annotations
 
@@ -100,3 +105,77 @@ def register(app: typer.Typer) -> None:
         if output is not None:
             output.write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
             typer.echo(f"report written to {output}")
+
+    @eval_app.command("env")
+    def env_command(
+        model: str = typer.Option(
+            ...,
+            "--model",
+            "-m",
+            help="'local' (embedded model) or a model string like openai:gpt-4o.",
+        ),
+        env: str = typer.Option("math:arithmetic", "--env", "-e", help="Environment name."),
+        limit: int | None = typer.Option(
+            None, "--limit", "-n", min=1, help="At most this many tasks."
+        ),
+        no_python: bool = typer.Option(False, "--no-python", help="Offer only submit_answer."),
+        format: str | None = typer.Option(
+            None, "--format", "-f", help="Text tool-call format for models without native calls."
+        ),
+        max_turns: int | None = typer.Option(
+            None, "--max-turns", min=1, help="Tool rounds per task."
+        ),
+        output: Path | None = typer.Option(
+            None, "--output", "-o", help="Write the trajectories here as JSON Lines."
+        ),
+    ) -> None:
+        """Run a model on a tool environment's tasks and report how many it solved."""
+        from tooluse.envs import TrajectoryRunner, environment_registry, write_trajectories
+        from tooluse.providers.base import SamplingParams
+
+        try:
+            environment = environment_registry.get(
+                name=env, tool_types=() if no_python else ("python",)
+            )
+        except (KeyError, ValueError) as exc:
+            typer.echo(f"error: {exc.args[0]}", err=True)
+            raise typer.Exit(2) from None
+        parser = None
+        if format is not None:
+            from tooluse.formats import get_parser
+
+            try:
+                parser = get_parser(format)
+            except KeyError as exc:
+                typer.echo(f"error: {exc.args[0]}", err=True)
+                raise typer.Exit(2) from None
+        try:
+            backend = load_backend(model)
+        except Exception as exc:  # a bad model string or a missing extra: say so, exit 2
+            typer.echo(f"error: cannot load model {model!r}: {exc}", err=True)
+            raise typer.Exit(2) from None
+        runner = TrajectoryRunner(
+            environment=environment,
+            backend=backend,
+            sampling_params=SamplingParams(temperature=0.0),
+            system_prompt="Use the tools to solve the problem, then call submit_answer with the answer.",
+            tool_call_parser=parser,
+            max_turns=max_turns,
+        )
+        count = len(environment) if limit is None else min(limit, len(environment))
+        trajectories = []
+        with environment:
+            for index in range(count):
+                trajectory = runner.run_trajectory(task_index=index)
+                trajectories.append(trajectory)
+                mark = "ok  " if trajectory.success else "FAIL"
+                typer.echo(
+                    f"{mark} {trajectory.task_id}: answer={trajectory.answer!r} "
+                    f"steps={len(trajectory.steps)} reward={trajectory.total_reward:g}",
+                    err=True,
+                )
+        solved = sum(t.success for t in trajectories)
+        typer.echo(f"{env}: solved {solved}/{len(trajectories)} ({solved / len(trajectories):.1%})")
+        if output is not None:
+            write_trajectories(trajectories, output)
+            typer.echo(f"trajectories written to {output}")

@@ -30,7 +30,7 @@ from tooluse.envs.base import Action, EnvState, StepResult, ToolEnvironment
 from tooluse.execution.local import CancellationToken
 from tooluse.execution.parallel import AsyncToolExecutor
 from tooluse.loop import build_setup, drive_async, drive_sync, initial_history
-from tooluse.loop_core import LoopSetup, ModelTurnFinished, RunFinished, RunResult
+from tooluse.loop_core import LoopSetup, ModelTurnFinished, RunFinished, RunResult, StopReason
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage
 from tooluse.providers.base import SamplingParams
 
@@ -335,7 +335,7 @@ class TrajectoryRunner:
         """A final text reply is the answer; an episode cut short by the loop ends there."""
         if episode.state.done:
             return None
-        if run.stop_reason.value == "final_text":
+        if run.stop_reason is StopReason.FINAL_TEXT:
             return Action(text=run.final_text)
         return None
 
@@ -343,6 +343,9 @@ class TrajectoryRunner:
         task = self.environment.task(task_index)
         last = episode.steps[-1].result if episode.steps else None
         terminated = bool(last and last.terminated)
+        stop = run.stop_reason.value
+        if episode.state.done and run.stop_reason is StopReason.CANCELLED:
+            stop = "episode_done"  # the runner stopped the loop because the episode ended
         return Trajectory(
             environment=getattr(self.environment, "name", type(self.environment).__name__),
             task_index=task_index,
@@ -355,9 +358,7 @@ class TrajectoryRunner:
             answer=episode.state.answer,
             terminated=terminated,
             truncated=not terminated,
-            stop_reason="episode_done"
-            if episode.state.done and run.stop_reason.value == "cancelled"
-            else run.stop_reason.value,
+            stop_reason=stop,
             mode=run.mode,
             usage=run.usage,
         )

@@ -19,8 +19,10 @@ with older ones). Install with ``pip install 'tooluse[mcp]'``.
 - Every call gets exactly one :class:`~tooluse.messages.ToolResult`: tool errors, unknown tools,
   timeouts, crashed servers and malformed replies become failures, never exceptions. A crashed
   server is restarted on the next use.
-- :class:`MCPToolset` serves several servers at once; :class:`SyncMCPToolExecutor`
-  (in ``tooluse.execution.mcp_sync``) is the blocking facade.
+- :class:`MCPToolset` serves several servers at once (also from the ``mcpServers`` JSON of
+  MCP clients: :meth:`MCPToolset.from_config`, :func:`load_mcp_servers`);
+  :class:`~tooluse.execution.mcp_sync.SyncMCPToolExecutor` is the blocking facade and
+  :class:`~tooluse.execution.mcp_server.MCPToolServer` serves tooluse tools over MCP.
 
 The ``mcp`` SDK itself is imported only by :mod:`tooluse.execution.mcp_sdk`, on first connect.
 """
@@ -102,6 +104,7 @@ class _Connection:
         config = self.config
         try:
             client = mcp_sdk.open_client(
+                server=config.server,
                 command=config.command,
                 args=config.args,
                 env=dict(config.env) if config.env is not None else None,
@@ -393,11 +396,12 @@ class MCPToolExecutor:
             )
         definition = await self._definition_for(call.name)
         connection = await self._ensure_connection()
-        if call.raw_arguments is not None and not call.arguments:
+        raw = call.raw_arguments
+        if raw is not None and not call.arguments and raw.strip() not in ("", "null", "{}"):
             raise ToolArgumentError(
                 f"arguments for {call.name} are not a JSON object",
                 tool_name=call.name,
-                model_message=f"arguments must be a JSON object, got: {call.raw_arguments[:200]}",
+                model_message=f"arguments must be a JSON object, got: {raw[:200]}",
             )
         arguments = check_arguments(definition, call.arguments) if validate else call.arguments
         remote_name = str(definition.metadata.get("mcp_name", call.name))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,7 +27,9 @@ class MCPServerConfig:
     """How to reach one MCP server.
 
     Give ``command`` (and ``args``, ``env``, ``cwd``) for a stdio server started as a
-    subprocess, or ``url`` (and optional ``headers``) for a streamable HTTP server.
+    subprocess, ``url`` (and optional ``headers``) for a streamable HTTP server, or ``server``
+    (an SDK ``MCPServer``/``Server`` object, e.g. ``MCPToolServer(...).lowlevel_server()``) to
+    talk to it in process, without a subprocess or a socket (tests, embedding).
 
     - ``timeout``: seconds allowed for each call (and each tool listing);
     - ``startup_timeout``: seconds allowed to start the server and finish the handshake;
@@ -52,10 +54,15 @@ class MCPServerConfig:
     include_tools: tuple[str, ...] | None = None
     exclude_tools: tuple[str, ...] = ()
     name: str | None = None
+    server: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if (self.command is None) == (self.url is None):
-            raise ValueError("MCPServerConfig needs exactly one of command= (stdio) or url= (HTTP)")
+        targets = [self.command is not None, self.url is not None, self.server is not None]
+        if sum(targets) != 1:
+            raise ValueError(
+                "MCPServerConfig needs exactly one of command= (stdio), url= (HTTP) "
+                "or server= (in process)"
+            )
         for label in ("args", "include_tools", "exclude_tools"):
             value = getattr(self, label)
             if isinstance(value, str):
@@ -66,10 +73,10 @@ class MCPServerConfig:
                 object.__setattr__(self, label, tuple(str(item) for item in value))
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError(f"MCPServerConfig.url must be an http(s) URL, got {self.url!r}")
-        if self.command is not None and (self.headers or self.url):
-            raise ValueError("headers= applies only to url= servers")
-        if self.url is not None and (self.args or self.env or self.cwd):
+        if self.command is None and (self.args or self.env or self.cwd):
             raise ValueError("args=, env= and cwd= apply only to command= servers")
+        if self.url is None and self.headers:
+            raise ValueError("headers= applies only to url= servers")
         for label in ("timeout", "startup_timeout"):
             if not getattr(self, label) > 0:
                 raise ValueError(f"MCPServerConfig.{label} must be positive")
@@ -81,11 +88,15 @@ class MCPServerConfig:
             return self.name
         if self.url is not None:
             return self.url
+        if self.server is not None:
+            return str(getattr(self.server, "name", None) or "in-process server")
         return " ".join((str(self.command), *self.args))
 
     @property
     def transport(self) -> str:
-        """``"stdio"`` or ``"http"``."""
+        """``"stdio"``, ``"http"`` or ``"in-process"``."""
+        if self.server is not None:
+            return "in-process"
         return "http" if self.url is not None else "stdio"
 
     def wants_tool(self, server_name: str) -> bool:

@@ -17,7 +17,8 @@ The conversions here are pure functions:
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TextIO
 
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -82,6 +83,7 @@ def sdk_version() -> str:
 
 def open_client(
     *,
+    server: Any = None,
     command: str | None,
     args: tuple[str, ...],
     env: dict[str, str] | None,
@@ -91,23 +93,38 @@ def open_client(
     timeout: float,
     errlog: TextIO,
 ) -> Any:
-    """An un-entered SDK ``Client`` for a stdio command or a streamable HTTP URL.
+    """An un-entered SDK ``Client`` for an in-process server, a stdio command or an HTTP URL.
 
     The server's stderr goes to ``errlog`` (a real file) so that startup failures can quote it.
     """
     transport: Any
-    if url is not None:
-        http_client = None
+    if server is not None:
+        transport = server  # the SDK connects to a Server/MCPServer object in process
+    elif url is not None:
         if headers:
-            import httpx2  # the SDK's own HTTP client; a dependency of mcp 2.x
-
-            http_client = httpx2.AsyncClient(headers=dict(headers), timeout=timeout)
-        transport = streamable_http_client(url, http_client=http_client)
+            transport = _http_transport_with_headers(url, dict(headers))
+        else:
+            transport = streamable_http_client(url)
     else:
         assert command is not None
         params = StdioServerParameters(command=command, args=list(args), env=env, cwd=cwd)
         transport = stdio_client(params, errlog=errlog)
     return Client(transport, read_timeout_seconds=timeout)
+
+
+@contextlib.asynccontextmanager
+async def _http_transport_with_headers(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    """Streamable HTTP with extra headers; the HTTP client we create is closed with it."""
+    import httpx2  # the SDK's own HTTP client; a dependency of mcp 2.x
+
+    # The SDK's defaults: a long read timeout, since a server may hold a response stream open
+    # (per-call timeouts are enforced by the client session, not by HTTP reads).
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=timeout) as http_client,
+        streamable_http_client(url, http_client=http_client) as streams,
+    ):
+        yield streams
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,14 +203,14 @@ def tool_result_from_mcp(call_id: str, tool_name: str, result: Any) -> ToolResul
     """A ``CallToolResult`` as a :class:`ToolResult`.
 
     Text blocks are joined with newlines (other blocks are described in brackets); when there
-    is no content but structured content, the structured content is rendered as JSON.
+    are no content blocks but structured content, the structured content is rendered as JSON.
     ``is_error`` maps to a failure whose text is the server's message.
     """
     parts = [describe_content_block(block) for block in result.content]
     text = "\n".join(part for part in parts if part)
     structured = result.structured_content
-    if not text and structured is not None:
-        text = render_output(structured)
+    if not result.content and structured is not None:
+        text = render_output(structured)  # an empty text block, by contrast, means ""
     metadata: dict[str, Any] = {"source": "mcp"}
     kinds = [getattr(block, "type", "unknown") for block in result.content]
     if any(kind != "text" for kind in kinds):

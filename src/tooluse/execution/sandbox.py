@@ -18,8 +18,9 @@ marker; an exception comes back as its traceback text.
 Limits of the isolation (it is a guard rail, not a security boundary): the kernel process limit
 does not bind root, so process creation is also refused inside the interpreter (``os.fork``,
 ``subprocess``, ``os.system``, ``ctypes``...); for other users the kernel limit also counts
-threads, so code that starts threads fails unless ``allow_subprocess=True``. The network is not
-cut off. POSIX only (``resource``, process groups).
+threads, so code that starts threads fails unless ``allow_subprocess=True``. The network stays
+reachable unless ``allow_network=False`` (a new network namespace, Linux only). POSIX only
+(``resource``, process groups).
 """
 
 from __future__ import annotations
@@ -55,8 +56,20 @@ TRUNCATION_MARKER = "\n... [output truncated: {removed} more characters]"
 # bootstrap's own frame cut from any traceback.
 _BOOTSTRAP = r"""
 import os, posix, resource, sys
-_limits = dict(zip(("cpu_seconds", "memory_bytes", "file_size_bytes", "allow_subprocess"),
+_limits = dict(zip(("cpu_seconds", "memory_bytes", "file_size_bytes", "allow_subprocess",
+                    "allow_network"),
                    (None if _v == "-" else int(_v) for _v in sys.argv[1].split(","))))
+if not _limits["allow_network"]:
+    # A new, empty network namespace (as root; else inside a new user namespace).
+    import ctypes
+    _libc = ctypes.CDLL(None, use_errno=True)
+    if _libc.unshare(0x40000000) != 0 and _libc.unshare(0x10000000 | 0x40000000) != 0:
+        sys.stderr.write("error: network isolation is not available on this system\n")
+        sys.stderr.flush()
+        os._exit(126)
+    del _libc, ctypes
+    for _name in [m for m in sys.modules if m == "ctypes" or m.startswith("ctypes.")]:
+        del sys.modules[_name]
 def _cap(kind, value):
     if value is None:
         return
@@ -109,7 +122,9 @@ class SandboxLimits:
     ``timeout`` is wall-clock seconds (the process group is killed after it); ``cpu_seconds``
     defaults to the timeout; ``memory_mb`` caps the address space; ``file_size_mb`` caps any
     file the code writes; ``max_output_chars`` applies to stdout and stderr each.
-    ``allow_subprocess=True`` lifts the process guard.
+    ``allow_subprocess=True`` lifts the process guard. ``allow_network=False`` runs the code in
+    a new, empty network namespace (Linux; the run fails with exit status 126 where namespaces
+    are not permitted).
     """
 
     timeout: float = 10.0
@@ -118,6 +133,7 @@ class SandboxLimits:
     file_size_mb: int | None = 16
     max_output_chars: int = 8_000
     allow_subprocess: bool = False
+    allow_network: bool = True
 
     def __post_init__(self) -> None:
         if self.timeout <= 0:
@@ -137,6 +153,7 @@ class SandboxLimits:
             if self.file_size_mb is None
             else self.file_size_mb * 1024 * 1024,
             "allow_subprocess": self.allow_subprocess,
+            "allow_network": self.allow_network,
         }
 
 
@@ -208,7 +225,7 @@ class _CappedReader(threading.Thread):
 
 def _limits_argument(limits: dict[str, Any]) -> str:
     # Plain integers, not JSON: importing json costs the child about 10 ms.
-    order = ("cpu_seconds", "memory_bytes", "file_size_bytes", "allow_subprocess")
+    order = ("cpu_seconds", "memory_bytes", "file_size_bytes", "allow_subprocess", "allow_network")
     return ",".join("-" if limits[k] is None else str(int(limits[k])) for k in order)
 
 
@@ -367,6 +384,7 @@ def python_tool(
     file_size_mb: int | None = 16,
     max_output_chars: int = 8_000,
     allow_subprocess: bool = False,
+    allow_network: bool = True,
     name: str = "python",
     python_executable: str | None = None,
 ) -> ToolDefinition:
@@ -382,6 +400,7 @@ def python_tool(
         file_size_mb=file_size_mb,
         max_output_chars=max_output_chars,
         allow_subprocess=allow_subprocess,
+        allow_network=allow_network,
     )
 
     def run_code(code: str) -> ToolResult:
@@ -400,6 +419,8 @@ def python_tool(
     limits_text = f"{timeout:g} s" + (f", {memory_mb} MB memory" if memory_mb is not None else "")
     if not allow_subprocess:
         limits_text += ", no subprocesses"
+    if not allow_network:
+        limits_text += ", no network"
     return ToolDefinition(
         name=name,
         description=(

@@ -38,6 +38,7 @@ from tooluse.formats.hermes import (
 from tooluse.formats.json_formats import (
     DeepSeekV3Parser,
     DeepSeekV31Parser,
+    FunctionTagParser,
     KimiK2Parser,
     Llama3JsonParser,
     MistralParser,
@@ -56,6 +57,7 @@ __all__ = [
     "DeepSeekV31Parser",
     "DeepSeekV3Parser",
     "FunctionGemmaParser",
+    "FunctionTagParser",
     "Gemma4Parser",
     "GemmaToolCodeParser",
     "GlmParser",

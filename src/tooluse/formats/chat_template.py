@@ -240,6 +240,7 @@ _DETECTION: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("jamba", ("<tool_calls>",)),
     ("phi4_mini", ("functools[",)),
     ("qwen3_coder", ("<tool_call>", "<function=")),
+    ("function_tag", ("<function=", "</function>")),
     ("hermes", ("<tool_call>",)),
     ("mistral_v11", ("[TOOL_CALLS]", "[ARGS]")),
     ("mistral", ("[TOOL_CALLS]",)),

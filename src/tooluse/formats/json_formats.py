@@ -27,6 +27,7 @@ from tooluse.tools.definition import ToolDefinition
 __all__ = [
     "DeepSeekV3Parser",
     "DeepSeekV31Parser",
+    "FunctionTagParser",
     "KimiK2Parser",
     "Llama3JsonParser",
     "MistralParser",
@@ -471,3 +472,72 @@ class KimiK2Parser(DeepSeekV3Parser):
 
     name = "kimi_k2"
     machine = _KimiK2Machine
+
+
+class _FunctionTagMachine(_JsonFormatMachine):
+    think_open: str | None = None
+    think_close: str | None = None
+    open_tag, close_tag = "<function=", "</function>"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._state = "text"
+        self._text_markers = MarkerSet([self.open_tag])
+        self._name_end = MarkerSet([">", "\n", self.close_tag])
+        self._terminators = MarkerSet([self.close_tag, self.open_tag])
+
+    def _step(self) -> bool:
+        state = self._state
+        if state == "text":
+            found = self._text_markers.find(self._buf, self._pos, self._final)
+            self._emit_text(self._buf[self._pos : found.text_end])
+            self._pos = found.text_end
+            if found.marker is None:
+                return False
+            self._pos = found.marker_end
+            self._state = "name"
+            return True
+        if state == "name":
+            got = self._collect_until(self._name_end)
+            if got is None:
+                return False
+            text, marker = got
+            if marker != ">" or not _NAME.fullmatch(text.strip()):
+                # not a call: the tag was literal text
+                self._emit_text(self.open_tag + text + (marker or ""))
+                self._state = "text"
+                return True
+            name = text.strip()
+            self._open_arguments(f"{self.open_tag}{name}>", name, self._terminators)
+            self._state = "body"
+            return True
+        if state == "body":
+            return self._body_step("after", self._terminators)
+        if state == "raw":
+            return self._raw_step()
+        if self._skip_closing(self.close_tag) is None:
+            return False
+        self._state = "text"
+        return True
+
+
+class FunctionTagParser(TextFormatParser):
+    """``<function=NAME>{..}</function>``: Llama 3.1 custom tools and Functionary v3.1."""
+
+    name = "function_tag"
+    machine = _FunctionTagMachine
+
+    def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
+        lines = []
+        for tool in tools:
+            lines.append(
+                f"Use the function '{tool.name}' to: {tool.description}\n"
+                + json.dumps(tool.to_openai_schema()["function"], ensure_ascii=False)
+            )
+        return (
+            "You have access to the following functions:\n\n"
+            + "\n\n".join(lines)
+            + "\n\nIf you choose to call a function ONLY reply in the following format:\n"
+            '<function=example_function_name>{"example_name": "example_value"}</function>\n'
+            "Put the entire function call reply on one line."
+        )

@@ -49,9 +49,9 @@ class MarkerSet:
             raise ValueError("a marker set needs at least one marker")
         for outer in unique:
             for inner in unique:
-                # A marker inside another (not as its prefix) would make the earliest complete
-                # match depend on how much text has arrived; no format needs that.
-                if inner != outer and inner in outer[1:]:
+                # A marker strictly inside another (neither its prefix nor its suffix) would make
+                # the earliest complete match depend on how much text has arrived.
+                if inner != outer and inner in outer[1:-1]:
                     raise ValueError(f"marker {inner!r} occurs inside marker {outer!r}")
         self.markers: tuple[str, ...] = tuple(unique)
         # Longest first, so that a marker which is a prefix of another never wins early.

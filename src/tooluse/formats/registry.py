@@ -18,6 +18,7 @@ from tooluse.formats.hermes import (
 from tooluse.formats.json_formats import (
     DeepSeekV3Parser,
     DeepSeekV31Parser,
+    FunctionTagParser,
     KimiK2Parser,
     Llama3JsonParser,
     MistralParser,
@@ -91,6 +92,7 @@ def _register_builtins() -> None:
         (JambaParser, ("hunyuan",)),
         (Phi4MiniParser, ("phi4", "firefunction")),
         (NemotronParser, ()),
+        (FunctionTagParser, ("functionary_v3_1", "llama3_function")),
         (GlmParser, ("glm", "glm4.5", "glm4.6", "glm46", "glm4.7", "glm47", "glm5")),
     ]
     for parser, aliases in builtins:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from tooluse.local.backend import LlamaCppBackend
     from tooluse.local.decision import (
         AlwaysCall,
+        AnyDecider,
         MarkerDecider,
         NeverCall,
         RelevanceDecider,
@@ -36,6 +37,7 @@ __all__ = [
     "HERMES",
     "SMOLLM2",
     "AlwaysCall",
+    "AnyDecider",
     "GrammarBuilder",
     "LlamaCppBackend",
     "MarkerDecider",
@@ -53,6 +55,7 @@ __all__ = [
 _LAZY = {
     "LlamaCppBackend": "tooluse.local.backend",
     "AlwaysCall": "tooluse.local.decision",
+    "AnyDecider": "tooluse.local.decision",
     "MarkerDecider": "tooluse.local.decision",
     "NeverCall": "tooluse.local.decision",
     "RelevanceDecider": "tooluse.local.decision",
@@ -75,3 +78,30 @@ def __getattr__(name: str) -> Any:
 
         raise MissingDependencyError(exc.name or "llama-cpp-python", "local") from exc
     return getattr(module, name)
+
+
+def _local_factory(rest: str, **options: Any) -> Any:
+    """``load_model("local")``: the embedded SmolLM2 (``rest`` may name a GGUF path)."""
+    from tooluse.local.backend import LlamaCppBackend
+
+    return LlamaCppBackend(rest, **options) if rest else LlamaCppBackend.default(**options)
+
+
+def _llama_cpp_factory(rest: str, **options: Any) -> Any:
+    """``load_model("llama-cpp:/path/model.gguf")``."""
+    from tooluse.local.backend import LlamaCppBackend
+
+    if not rest:
+        raise ValueError("llama-cpp:PATH needs the path of a GGUF model file")
+    return LlamaCppBackend(rest, **options)
+
+
+def _register_model_prefixes() -> None:
+    from tooluse.providers.model_registry import register_model_prefix
+
+    register_model_prefix("local", _local_factory, replace=True)
+    register_model_prefix("llama-cpp", _llama_cpp_factory, replace=True)
+    register_model_prefix("llama_cpp", _llama_cpp_factory, replace=True)
+
+
+_register_model_prefixes()

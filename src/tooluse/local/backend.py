@@ -47,6 +47,7 @@ __all__ = ["LlamaCppBackend", "TurnPlan"]
 DEFAULT_MAX_TOKENS = 256
 MAX_PARALLEL_CALLS = 4
 SCORING_CONTEXT = 1024
+CALL_REPEAT_PENALTY = 1.3
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -261,7 +262,7 @@ class LlamaCppBackend:
             plan = self.plan(messages, tools, tool_choice)
             prompt_text = self.render(messages, plan.tools if plan.show_tools else ())
             prompt = self.loop.tokenize(prompt_text)
-            settings = self._settings(params, len(prompt))
+            settings = self._settings(params, len(prompt), plan.mode == "call")
             grammar = None
             if plan.mode == "call":
                 try:
@@ -360,7 +361,9 @@ class LlamaCppBackend:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _settings(self, params: SamplingParams, prompt_tokens: int) -> DecodeSettings:
+    def _settings(
+        self, params: SamplingParams, prompt_tokens: int, call: bool = False
+    ) -> DecodeSettings:
         room = self.loop.n_ctx - prompt_tokens
         if room <= 0:
             from tooluse.errors import ContextLengthError
@@ -376,6 +379,11 @@ class LlamaCppBackend:
             top_p=params.top_p if params.top_p is not None else 1.0,
             seed=params.seed if params.seed is not None else self.seed,
             stop=tuple(params.stop),
+            # inside a constrained call a small model can loop on one argument string; the
+            # penalty only reorders the tokens the grammar allows, so the call stays valid
+            repeat_penalty=float(
+                params.extra.get("repeat_penalty", CALL_REPEAT_PENALTY if call else 1.0)
+            ),
         )
 
     def _special_text(self, token: int) -> str:

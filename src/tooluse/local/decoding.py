@@ -34,6 +34,8 @@ class DecodeSettings:
     top_p: float = 1.0
     seed: int | None = None
     stop: tuple[str, ...] = ()
+    repeat_penalty: float = 1.0
+    repeat_window: int = 32
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,10 +206,15 @@ class TokenLoop:
         if grammar is not None:
             grammar.reset()
         text = ""
+        recent: list[int] = []
         for _ in range(settings.max_tokens):
             if self.llm.n_tokens >= self.n_ctx:
                 return  # the context is full: the caller reports finish_reason "length"
-            token = self._pick(self.logits(), settings, grammar, rng)
+            logits = self.logits()
+            if settings.repeat_penalty != 1.0 and recent:
+                logits = penalise_repeats(logits, recent, settings.repeat_penalty)
+            token = self._pick(logits, settings, grammar, rng)
+            recent = (recent + [token])[-settings.repeat_window :]
             if token == self.eos or self.llm.token_eos() == token:
                 return
             if grammar is not None:
@@ -250,3 +257,12 @@ class TokenLoop:
             kept[keep] = probs[keep]
             probs = kept / kept.sum()
         return int(rng.choice(len(probs), p=probs))
+
+
+def penalise_repeats(logits: np.ndarray, recent: list[int], penalty: float) -> np.ndarray:
+    """``logits`` with the tokens of ``recent`` made less likely (llama.cpp's repeat penalty)."""
+    out = np.array(logits, dtype=np.float32)
+    ids = np.unique(np.asarray(recent, dtype=np.intc))
+    values = out[ids]
+    out[ids] = np.where(values > 0, values / penalty, values * penalty)
+    return out

@@ -12,7 +12,7 @@ import os
 import sys
 from typing import TypedDict
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
@@ -59,6 +59,13 @@ async def slow(seconds: float) -> str:
 def crash() -> str:
     """Kill the server process in the middle of the call."""
     os._exit(3)
+
+
+@server.tool()
+def header(name: str, ctx: Context) -> str:
+    """The value of an HTTP request header ("" over stdio or when absent)."""
+    headers = ctx.headers or {}
+    return str(headers.get(name.lower(), ""))
 
 
 @server.tool()

@@ -6,7 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from tooluse.tools import tool
+from tooluse.tools import ToolRegistry, tool
+
+# A private registry: importing this module in a test must not add names to the global one.
+_registry = ToolRegistry()
 
 
 class Forecast(BaseModel):
@@ -15,7 +18,7 @@ class Forecast(BaseModel):
     sky: Literal["clear", "cloudy"]
 
 
-@tool
+@tool(registry=_registry)
 def multiply(a: int, b: int) -> int:
     """Multiply two integers.
 
@@ -26,7 +29,7 @@ def multiply(a: int, b: int) -> int:
     return a * b
 
 
-@tool
+@tool(registry=_registry)
 async def forecast(city: str, unit: Literal["C", "F"] = "C") -> Forecast:
     """A fixed forecast for a city.
 
@@ -37,7 +40,7 @@ async def forecast(city: str, unit: Literal["C", "F"] = "C") -> Forecast:
     return Forecast(city=city, celsius=20.0 if unit == "C" else 68.0, sky="clear")
 
 
-@tool
+@tool(registry=_registry)
 def explode(message: str) -> str:
     """Always raises.
 

@@ -1,0 +1,21 @@
+"""Fixtures of the local-model tests: one real SmolLM2 backend per session."""
+
+from __future__ import annotations
+
+import pytest
+
+from tooluse.local.demo_tools import demo_tools
+
+
+@pytest.fixture(scope="session")
+def backend():
+    from tooluse.local import LlamaCppBackend
+
+    instance = LlamaCppBackend.default(n_ctx=2048, n_threads=2)
+    yield instance
+    instance.close()
+
+
+@pytest.fixture(scope="session")
+def tools():
+    return demo_tools()

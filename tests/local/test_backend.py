@@ -1,0 +1,253 @@
+"""LlamaCppBackend on the real embedded SmolLM2: calls, text, streaming, async, cache, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+
+import jsonschema
+import pytest
+
+from tooluse import ChatMessage, SamplingParams, ToolCall, ToolDefinition, ToolResult
+from tooluse.errors import (
+    ContextLengthError,
+    GrammarError,
+    MissingDependencyError,
+    ToolNotFoundError,
+)
+from tooluse.events import TextDelta, ToolCallFinished, ToolCallStarted
+from tooluse.local import HERMES, AlwaysCall, LlamaCppBackend, NeverCall
+from tooluse.local.chat_prompt import ChatTemplateError
+from tooluse.local.model_files import ModelFileError, default_model_path
+from tooluse.providers.base import Backend, GenerationDone
+
+pytestmark = pytest.mark.slow
+
+SHORT = SamplingParams(max_tokens=64)
+
+
+def user(text: str) -> list[ChatMessage]:
+    return [ChatMessage.user(text)]
+
+
+def test_is_a_backend(backend):
+    assert isinstance(backend, Backend)
+    assert backend.profile.name == "smollm2"
+
+
+def test_required_gives_a_valid_call_of_the_right_tool(backend, tools):
+    result = backend.generate_with_tools(
+        user("What's the weather in Paris?"), tools, SHORT, "required"
+    )
+    assert result.finish_reason == "tool_calls"
+    (call,) = result.tool_calls
+    assert call.name == "get_weather"
+    jsonschema.validate(call.arguments, tools[0].parameters_schema)
+    assert "paris" in call.arguments["city"].lower()
+
+
+def test_named_tool_choice_forces_that_tool(backend, tools):
+    result = backend.generate_with_tools(
+        user("What's the weather in Paris?"), tools, SHORT, "calculate"
+    )
+    assert [c.name for c in result.tool_calls] == ["calculate"]
+    assert isinstance(result.tool_calls[0].arguments["expression"], str)
+
+
+def test_unknown_named_tool_is_rejected(backend, tools):
+    with pytest.raises(ToolNotFoundError, match="nope"):
+        backend.generate_with_tools(user("hi"), tools, SHORT, "nope")
+
+
+def test_none_answers_in_text(backend, tools):
+    result = backend.generate_with_tools(
+        user("What is the capital of France?"), tools, SHORT, "none"
+    )
+    assert not result.tool_calls
+    assert "Paris" in result.text
+
+
+def test_auto_uses_the_decider(backend, tools):
+    original = backend.decider
+    try:
+        backend.decider = AlwaysCall()
+        called = backend.generate_with_tools(user("What is 2 + 2?"), tools, SHORT, "auto")
+        backend.decider = NeverCall()
+        answered = backend.generate_with_tools(user("What is 2 + 2?"), tools, SHORT, "auto")
+    finally:
+        backend.decider = original
+    assert called.tool_calls and not called.text
+    assert answered.text and not answered.tool_calls
+
+
+def test_auto_answers_once_tool_results_are_in(backend, tools):
+    call = ToolCall(name="get_weather", arguments={"city": "Paris"})
+    history = [
+        ChatMessage.user("What's the weather in Paris?"),
+        ChatMessage.assistant(tool_calls=[call]),
+        ChatMessage.tool_result(
+            ToolResult.success(call.id, "get_weather", {"city": "Paris", "temperature": 18})
+        ),
+    ]
+    result = backend.generate_with_tools(history, tools, SHORT, "auto")
+    assert not result.tool_calls
+    assert result.text
+
+
+def test_parallel_calls_are_allowed_only_when_asked(backend, tools):
+    gbnf_one = backend.call_grammar_text(tools, parallel=False)
+    gbnf_many = backend.call_grammar_text(tools, parallel=True)
+    assert "{0,3}" not in gbnf_one and "{0,3}" in gbnf_many
+
+
+def test_unconstrained_mode_parses_free_output(backend, tools):
+    free = LlamaCppBackend.default(n_ctx=2048, constrain=False)
+    try:
+        result = free.generate_with_tools(
+            user("What's the weather in Paris?"), tools, SHORT, "required"
+        )
+    finally:
+        free.close()
+    # the small model rarely writes a call when free; whatever it wrote is kept, never lost
+    assert result.tool_calls or result.text or result.raw["output"] == ""
+
+
+def test_stream_yields_text_deltas_then_done(backend):
+    events = list(backend.stream_with_tools(user("Say hello."), (), SHORT, "none"))
+    assert isinstance(events[-1], GenerationDone)
+    deltas = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert deltas.strip() == events[-1].result.text
+
+
+def test_stream_of_a_call_has_started_and_finished(backend, tools):
+    events = list(backend.stream_with_tools(user("Time in Tokyo?"), tools, SHORT, "required"))
+    started = [e for e in events if isinstance(e, ToolCallStarted)]
+    finished = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert len(started) == len(finished) == 1
+    assert started[0].id == finished[0].call.id
+    assert events[-1].result.tool_calls == (finished[0].call,)
+
+
+async def test_async_runs_off_the_event_loop(backend, tools):
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.005)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    try:
+        result = await backend.agenerate_with_tools(
+            user("Time in Paris?"), tools, SHORT, "required"
+        )
+    finally:
+        task.cancel()
+    assert result.tool_calls
+    assert ticks > 0  # the loop kept running while the model generated
+
+
+async def test_async_stream(backend):
+    events = [e async for e in backend.astream_with_tools(user("Say hi."), (), SHORT, "none")]
+    assert isinstance(events[-1], GenerationDone)
+
+
+def test_prompt_prefix_is_reused_between_calls(backend, tools):
+    backend.generate_with_tools(user("What's the weather in Rome?"), tools, SHORT, "required")
+    first_prompt = backend.loop.last_prefill_tokens
+    backend.generate_with_tools(user("What's the weather in Oslo?"), tools, SHORT, "required")
+    assert backend.loop.last_prefill_tokens < first_prompt / 5
+
+
+def test_prompt_longer_than_the_context_is_a_clear_error(backend):
+    small = LlamaCppBackend.default(n_ctx=256)
+    try:
+        with pytest.raises(ContextLengthError, match="context holds 256"):
+            small.generate(user("word " * 400), SHORT)
+        # the backend still works after the error
+        assert small.generate(user("Say hi."), SamplingParams(max_tokens=8)).usage.output_tokens
+    finally:
+        small.close()
+
+
+def test_generation_stops_at_the_context_end(backend):
+    small = LlamaCppBackend.default(n_ctx=64)
+    try:
+        result = small.generate(
+            user("Write a long story about a dragon."), SamplingParams(max_tokens=500)
+        )
+    finally:
+        small.close()
+    assert result.finish_reason == "length"
+    assert result.usage.input_tokens + result.usage.output_tokens <= 64
+
+
+def test_schema_the_compiler_cannot_express_fails_before_generation(backend):
+    bad = ToolDefinition(name="odd", description="x", input_schema={"type": "object", "not": {}})
+    with pytest.raises(GrammarError, match="'not'"):
+        backend.generate_with_tools(user("hi"), [bad], SHORT, "required")
+
+
+def test_missing_model_file(tmp_path):
+    with pytest.raises(ModelFileError, match="not found"):
+        LlamaCppBackend(tmp_path / "absent.gguf")
+
+
+def test_file_that_is_not_gguf(tmp_path):
+    fake = tmp_path / "fake.gguf"
+    fake.write_bytes(b"not a model at all")
+    with pytest.raises(ModelFileError, match="not a GGUF"):
+        LlamaCppBackend(fake)
+
+
+def test_gguf_without_chat_template(tmp_path):
+    # same file with its template key renamed (same length, so the file stays valid)
+    data = default_model_path().read_bytes()
+    key = b"tokenizer.chat_template"
+    assert data.count(key) == 1
+    patched = tmp_path / "notemplate.gguf"
+    patched.write_bytes(data.replace(key, b"tokenizer.chat_templatX"))
+    with pytest.raises(ChatTemplateError, match="no chat template"):
+        LlamaCppBackend(patched, profile=HERMES, n_ctx=256)
+    with_template = LlamaCppBackend(
+        patched, profile=HERMES, n_ctx=256, chat_template="{{ messages[0]['content'] }}"
+    )
+    with_template.close()
+
+
+def test_missing_llama_cpp_names_the_extra(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "llama_cpp":
+            raise ImportError("no module named llama_cpp")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    from tooluse.local.runtime import import_llama_cpp
+
+    with pytest.raises(MissingDependencyError, match=r"tooluse\[local\]"):
+        import_llama_cpp()
+
+
+def test_load_model_prefixes():
+    from tooluse.providers.model_registry import load_model
+
+    assert isinstance(load_model("local", n_ctx=256), LlamaCppBackend)
+    assert isinstance(load_model(f"llama-cpp:{default_model_path()}", n_ctx=256), LlamaCppBackend)
+    with pytest.raises(ModelFileError):
+        load_model("llama-cpp:/no/such/model.gguf")
+
+
+def test_copied_model_with_other_name_gets_hermes_profile(tmp_path):
+    copy = tmp_path / "other-model.gguf"
+    shutil.copyfile(default_model_path(), copy)
+    b = LlamaCppBackend(copy, n_ctx=256)
+    try:
+        # the GGUF's own name still says SmolLM2
+        assert b.profile.name == "smollm2"
+    finally:
+        b.close()
