@@ -26,9 +26,12 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server_url():
+def server_url(tmp_path_factory):
     pytest.importorskip("fastapi", reason="llama_cpp.server needs the local extra's server deps")
     port = free_port()
+    # a file, not a pipe: llama.cpp logs a lot while loading and a full pipe would block it
+    log_path = tmp_path_factory.mktemp("server") / "server.log"
+    log = log_path.open("wb")
     process = subprocess.Popen(
         [
             sys.executable, "-m", "llama_cpp.server",
@@ -38,15 +41,15 @@ def server_url():
             # llama-cpp-python's function-calling prompt and grammar for ChatML models
             "--chat_format", "chatml-function-calling",
         ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 120
     try:
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"server exited: {process.stderr.read().decode()[-2000:]}")
+                raise RuntimeError(f"server exited: {log_path.read_text()[-2000:]}")
             try:
                 if httpx.get(f"{url}/models", timeout=1.0).status_code == 200:
                     break
@@ -63,6 +66,7 @@ def server_url():
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        log.close()
 
 
 def test_tool_loop_through_openai_backend(server_url):
