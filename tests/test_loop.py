@@ -21,6 +21,7 @@ from tooluse import (
     ToolCall,
     ToolDefinition,
     ToolParameter,
+    ToolResult,
     Usage,
     Veto,
     arun,
@@ -485,26 +486,12 @@ async def test_arun_on_event_and_async_hooks():
 def test_tools_may_be_tool_objects_functions_and_definitions():
     from tooluse.tools import Tool
 
-    class Calculator(Tool):
-        name = "calculator"
+    class Multiply(Tool):
+        name = "multiply"
+        description = "Multiply two integers."
 
-        @property
-        def schema(self) -> dict:
-            return {
-                "type": "function",
-                "function": {
-                    "name": "calculator",
-                    "description": "Evaluate a basic arithmetic expression.",
-                    "parameters": {
-                        "type": "object",
-                        "properties": {"expression": {"type": "string"}},
-                        "required": ["expression"],
-                    },
-                },
-            }
-
-        def __call__(self, expression: str) -> str:
-            return str(eval(expression, {"__builtins__": {}}))
+        def __call__(self, a: int, b: int) -> int:
+            return a * b
 
     def shout(text: str) -> str:
         """Upper-case a text."""
@@ -518,14 +505,14 @@ def test_tools_may_be_tool_objects_functions_and_definitions():
     backend = ScriptedBackend(
         [
             [
-                tc("calculator", "c", expression="17 * 23"),
+                tc("multiply", "m", a=17, b="23"),
                 tc("shout", "s", text="hi"),
                 tc("echo", "e", text="same"),
             ],
             "done",
         ]
     )
-    result = run(backend, "q", tools=[Calculator(), shout, echo])
+    result = run(backend, "q", tools=[Multiply(), shout, echo])
     assert [t.output for t in result.trail] == ["391", "HI", "same"]
 
 
@@ -553,3 +540,89 @@ async def test_backend_errors_in_arun_carry_the_partial_run_too():
     with pytest.raises(tooluse.BackendHTTPError) as info:
         await arun(backend, "q", tools=[get_time])
     assert info.value.partial_result.trail[0].name == "get_time"
+
+
+async def test_arun_reports_each_call_as_soon_as_it_completes():
+    # "slow" can only finish after the loop has reported "fast" as finished: if finished
+    # events waited for the whole round, "slow" would hit its timeout and fail.
+    fast_reported = asyncio.Event()
+
+    async def fast() -> str:
+        return "fast done"
+
+    async def slow() -> str:
+        await fast_reported.wait()
+        return "slow done"
+
+    order: list[str] = []
+
+    def on_event(event):
+        if isinstance(event, ToolExecutionFinished):
+            order.append(event.call.name)
+            if event.call.name == "fast":
+                fast_reported.set()
+
+    backend = ScriptedBackend([[tc("slow", "s"), tc("fast", "f")], "both done"])
+    result = await arun(backend, "q", tools=[slow, fast], on_event=on_event, tool_timeout=5)
+    assert order == ["fast", "slow"]
+    assert [(t.name, t.output, t.is_error) for t in result.trail] == [
+        ("slow", "slow done", False),
+        ("fast", "fast done", False),
+    ]
+    validate_history(list(result.messages))
+
+
+async def test_stopping_aiter_run_early_cancels_the_running_calls():
+    from tooluse.loop import aiter_run
+
+    started = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def quick() -> str:
+        return "quick"
+
+    async def hang() -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    backend = ScriptedBackend([[tc("hang", "h"), tc("quick", "q")], "unused"])
+    events = aiter_run(backend, "q", tools=[hang, quick], tool_timeout=None)
+    async for event in events:
+        if isinstance(event, ToolExecutionFinished):
+            assert event.call.name == "quick" and started.is_set()
+            break
+    await events.aclose()
+    assert cancelled.is_set()
+
+
+def test_unknown_options_are_refused_by_name():
+    for entry in (run, iter_run):
+        with pytest.raises(TypeError, match="max_tool_iter"):
+            entry(ScriptedBackend(["x"]), "q", max_tool_iter=3)
+
+
+async def test_an_executor_that_runs_rounds_itself_is_called_once_per_round():
+    from tooluse import AsyncToolExecutor
+    from tooluse.loop import build_setup, drive_async, initial_history
+
+    rounds: list[list[str]] = []
+
+    class RoundExecutor(AsyncToolExecutor):
+        async def execute_batch_async(self, calls, *, cancel=None):
+            rounds.append([c.name for c in calls])
+            return tuple(ToolResult.success(c.id, c.name, f"did {c.name}") for c in calls)
+
+    backend = ScriptedBackend(
+        [[tc("get_time", "a", timezone="UTC"), tc("get_weather", "b", city="Oslo")], "ok"]
+    )
+    setup = build_setup(backend, executor=RoundExecutor([get_time, get_weather]))
+    events = [e async for e in drive_async(backend, setup, initial_history("q", None))]
+    assert rounds == [["get_time", "get_weather"]]
+    finished = [e.result.output for e in events if isinstance(e, ToolExecutionFinished)]
+    assert finished == ["did get_time", "did get_weather"]
+    assert events[-1].result.final_text == "ok"

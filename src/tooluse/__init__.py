@@ -46,7 +46,7 @@ from tooluse.formats import (
     get_parser,
     render_chat_template,
 )
-from tooluse.loop import RunResult, StopReason, arun, run
+from tooluse.loop import RunOptions, RunResult, StopReason, arun, run
 from tooluse.messages import (
     ChatMessage,
     ProviderState,
@@ -123,6 +123,7 @@ __all__ = [
     "ProviderState",
     "ReasoningDelta",
     "ReasoningPart",
+    "RunOptions",
     "RunResult",
     "SamplingParams",
     "SchemaExportError",

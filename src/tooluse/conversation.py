@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from tooluse.execution.local import normalize_tools
-from tooluse.loop import RunResult, arun, run
+from tooluse.loop import RunOptions, RunResult, arun, run
 from tooluse.messages import ChatMessage
 from tooluse.providers.base import SamplingParams
 from tooluse.tools.definition import ToolDefinition
@@ -140,13 +140,13 @@ class Conversation:
         self.runs.append(result)
         return message
 
-    def _options(self, participant: Participant) -> dict[str, Any]:
-        return {
-            "tools": participant.tools,
-            "max_tool_iters": participant.max_tool_iters,
-            "tool_call_parser": participant.tool_call_parser,
-            "params": participant.params,
-        }
+    def _options(self, participant: Participant) -> RunOptions:
+        return RunOptions(
+            tools=participant.tools,
+            max_tool_iters=participant.max_tool_iters,
+            tool_call_parser=participant.tool_call_parser,
+            params=participant.params,
+        )
 
     def step(self) -> ChatMessage:
         """One turn of the next speaker; returns the message added to the transcript."""

@@ -20,8 +20,20 @@ with :class:`RunFinished`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, Union
+import asyncio
+import contextlib
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from typing import TYPE_CHECKING, Any, TypedDict, Union
 
 from tooluse.execution.local import (
     DEFAULT_MAX_OUTPUT_CHARS,
@@ -45,17 +57,23 @@ from tooluse.loop_core import (
     ToolExecutionStarted,
     ToolMode,
     TrailEntry,
+    finished_event,
     logger,
     loop_steps,
 )
-from tooluse.messages import ChatMessage
+from tooluse.messages import ChatMessage, ToolResult
 from tooluse.providers.base import GenerationDone, GenerationResult, SamplingParams, ToolChoice
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "LoopEvent",
     "ModelTurnFinished",
     "Prompt",
+    "ResultCollector",
     "RunFinished",
+    "RunOptions",
     "RunResult",
     "StopReason",
     "ToolExecutionFinished",
@@ -132,25 +150,47 @@ def initial_history(prompt: Prompt, system_prompt: str | None) -> list[ChatMessa
     return validate_history(messages, repair=True)
 
 
+class RunOptions(TypedDict, total=False):
+    """The options of every loop entry point (:func:`run`, :func:`arun`, :func:`iter_run`,
+    :func:`aiter_run`); :func:`run` documents each one, :func:`build_setup` holds the defaults."""
+
+    tools: ToolsArg | None
+    tool_choice: ToolChoice
+    max_tool_iters: int
+    tool_call_parser: Any
+    params: SamplingParams | None
+    before_tool_call: Hooks
+    after_tool_call: AfterHooks
+    stream: bool
+    tool_timeout: float | None
+    tool_timeouts: Mapping[str, float] | None
+    max_concurrency: int | None
+    max_output_chars: int
+    injected: Mapping[str, Any] | None
+    max_identical_calls: int
+    final_answer_on_limit: bool
+    cancel: CancellationToken | None
+
+
 def build_setup(
     backend: Any,
     *,
-    tools: ToolsArg | None,
-    tool_choice: ToolChoice,
-    max_tool_iters: int,
-    tool_call_parser: Any,
-    params: SamplingParams | None,
-    before_tool_call: Hooks,
-    after_tool_call: AfterHooks,
-    tool_timeout: float | None,
-    tool_timeouts: Mapping[str, float] | None,
-    max_concurrency: int | None,
-    max_output_chars: int,
-    injected: Mapping[str, Any] | None,
-    max_identical_calls: int,
-    final_answer_on_limit: bool,
-    cancel: CancellationToken | None,
-    stream: bool,
+    tools: ToolsArg | None = None,
+    tool_choice: ToolChoice = "auto",
+    max_tool_iters: int = 10,
+    tool_call_parser: Any = None,
+    params: SamplingParams | None = None,
+    before_tool_call: Hooks = None,
+    after_tool_call: AfterHooks = None,
+    tool_timeout: float | None = 30.0,
+    tool_timeouts: Mapping[str, float] | None = None,
+    max_concurrency: int | None = None,
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    injected: Mapping[str, Any] | None = None,
+    max_identical_calls: int = 3,
+    final_answer_on_limit: bool = False,
+    cancel: CancellationToken | None = None,
+    stream: bool = False,
     terminal_validators: Mapping[str, TerminalValidator] | None = None,
     executor: AsyncToolExecutor | None = None,
 ) -> LoopSetup:
@@ -201,334 +241,296 @@ def build_setup(
 
 
 # -- drivers -----------------------------------------------------------------------------------
+#
+# Python cannot write one function that is both blocking and awaiting, so there are two thin
+# drivers of the same shape. Everything they share (stepping the core, what is sent back to
+# it, the ending) is in ``_Driving``; each driver only does its own kind of I/O.
 
 
-def _generate_sync(backend: Any, request: Generate) -> Iterator[Any]:
-    """Yield stream events (if streaming), then the ``GenerationResult`` last."""
-    stream = getattr(backend, "stream_with_tools", None) if request.stream else None
+class _Driving:
+    """The bookkeeping both drivers share around :func:`loop_steps`."""
+
+    def __init__(self, backend: Any, setup: LoopSetup, history: list[ChatMessage]) -> None:
+        self.backend = backend
+        self.setup = setup
+        self._core = loop_steps(setup, history)
+        self._outcome: Any = None
+        self._result: RunResult | None = None
+
+    def steps(self) -> Iterator[Any]:
+        """The core's requests and events, each request's outcome sent back on the next step."""
+        while True:
+            try:
+                step = self._core.send(self._outcome)
+            except StopIteration as stop:
+                self._result = stop.value
+                return
+            self._outcome = None
+            yield step
+
+    def take(self, item: Any) -> LoopEvent | None:
+        """One item of a model turn: a stream event to pass on, or the turn's result (kept)."""
+        if isinstance(item, GenerationDone):
+            item = item.result
+        if isinstance(item, GenerationResult):
+            self._outcome = item
+            return None
+        return item  # type: ignore[no-any-return]
+
+    @contextlib.contextmanager
+    def model_turn(self) -> Iterator[None]:
+        """Around one model turn: a backend error goes to the core, which attaches the run so
+        far to it (``partial_result``) and re-raises it."""
+        try:
+            yield
+            if self._outcome is None:
+                raise RuntimeError(
+                    f"{backend_label(self.backend)} stream ended without a GenerationDone event"
+                )
+        except Exception as exc:
+            self._core.throw(exc)
+            raise
+
+    def executed(
+        self, step: Execute, results: Sequence[ToolResult], reported: Collection[int] = ()
+    ) -> list[ToolExecutionFinished]:
+        """Keep a batch's results for the core; the finished events not yet ``reported``."""
+        self._outcome = results
+        return [finished_event(step, i, r) for i, r in enumerate(results) if i not in reported]
+
+    def finished(self) -> RunFinished:
+        assert self._result is not None
+        return RunFinished(result=self._result)
+
+    def close(self) -> None:
+        if self.setup.close_executor:
+            self.setup.executor.close()
+
+
+def _request(step: Generate) -> tuple[Any, ...]:
+    return (step.messages, step.tools, step.params, step.tool_choice)
+
+
+def _model_turn_sync(backend: Any, step: Generate) -> Iterable[Any]:
+    stream = getattr(backend, "stream_with_tools", None) if step.stream else None
     if stream is None:
-        yield backend.generate_with_tools(
-            request.messages, request.tools, request.params, request.tool_choice
-        )
-        return
-    result: GenerationResult | None = None
-    for event in stream(request.messages, request.tools, request.params, request.tool_choice):
-        if isinstance(event, GenerationDone):
-            result = event.result
-        else:
-            yield event
-    if result is None:
-        raise RuntimeError(f"{backend_label(backend)} stream ended without a GenerationDone event")
-    yield result
+        return (backend.generate_with_tools(*_request(step)),)
+    return stream(*_request(step))  # type: ignore[no-any-return]
 
 
-async def _generate_async(backend: Any, request: Generate) -> AsyncIterator[Any]:
-    stream = getattr(backend, "astream_with_tools", None) if request.stream else None
+async def _model_turn_async(backend: Any, step: Generate) -> AsyncIterator[Any]:
+    stream = getattr(backend, "astream_with_tools", None) if step.stream else None
     if stream is None:
-        yield await backend.agenerate_with_tools(
-            request.messages, request.tools, request.params, request.tool_choice
-        )
+        yield await backend.agenerate_with_tools(*_request(step))
         return
-    result: GenerationResult | None = None
-    async for event in stream(request.messages, request.tools, request.params, request.tool_choice):
-        if isinstance(event, GenerationDone):
-            result = event.result
-        else:
+    async for item in stream(*_request(step)):
+        yield item
+
+
+def _reports_each_result(executor: AsyncToolExecutor) -> bool:
+    """Whether the executor runs a batch the standard way, so it can report each call as it
+    completes (an executor that overrides ``execute_batch_async``, e.g. an environment stepping
+    a whole round at once, is called as a batch)."""
+    method = getattr(type(executor), "execute_batch_async", None)
+    return method is AsyncToolExecutor.execute_batch_async
+
+
+async def _execute_async(driving: _Driving, step: Execute) -> AsyncGenerator[LoopEvent, None]:
+    """Run a batch, yielding each call's finished event as soon as that call completes."""
+    setup = driving.setup
+    executor = setup.executor
+    if len(step.calls) == 1 or not _reports_each_result(executor):
+        results = await executor.execute_batch_async(step.calls, cancel=setup.cancel)
+        for event in driving.executed(step, results):
             yield event
-    if result is None:
-        raise RuntimeError(f"{backend_label(backend)} stream ended without a GenerationDone event")
-    yield result
+        return
+    done: asyncio.Queue[tuple[int, ToolResult]] = asyncio.Queue()
+    batch = asyncio.ensure_future(
+        executor.execute_batch_reporting(
+            step.calls, cancel=setup.cancel, on_result=lambda i, r: done.put_nowait((i, r))
+        )
+    )
+    reported: set[int] = set()
+    try:
+        while not (batch.done() and done.empty()):
+            if done.empty():
+                getter = asyncio.ensure_future(done.get())
+                await asyncio.wait({getter, batch}, return_when=asyncio.FIRST_COMPLETED)
+                if not getter.done():
+                    getter.cancel()
+                    continue
+                index, result = getter.result()
+            else:
+                index, result = done.get_nowait()
+            reported.add(index)
+            yield finished_event(step, index, result)
+        results = batch.result()
+    except BaseException:
+        # The run was cancelled or its consumer stopped: the running calls are cancelled too.
+        if not batch.done():
+            batch.cancel()
+            await asyncio.wait({batch})
+        raise
+    for event in driving.executed(step, results, reported):
+        yield event
 
 
 def drive_sync(backend: Any, setup: LoopSetup, history: list[ChatMessage]) -> Iterator[LoopEvent]:
     """Run the loop with blocking calls, yielding its events; the last is ``RunFinished``."""
-    steps = loop_steps(setup, history)
-    outcome: Any = None
+    driving = _Driving(backend, setup, history)
     try:
-        while True:
-            step = steps.send(outcome)
-            outcome = None
+        for step in driving.steps():
             if isinstance(step, Generate):
-                try:
-                    for item in _generate_sync(backend, step):
-                        if isinstance(item, GenerationResult):
-                            outcome = item
-                        else:
-                            yield item
-                except Exception as exc:
-                    steps.throw(exc)  # the core attaches the partial run, then re-raises
-                    raise
+                with driving.model_turn():
+                    for item in _model_turn_sync(backend, step):
+                        if (event := driving.take(item)) is not None:
+                            yield event
             elif isinstance(step, Execute):
-                outcome = setup.executor.execute_batch(step.calls, cancel=setup.cancel)
+                results = setup.executor.execute_batch(step.calls, cancel=setup.cancel)
+                yield from driving.executed(step, results)
             else:
                 yield step
-    except StopIteration as stop:
-        yield RunFinished(result=stop.value)
+        yield driving.finished()
     finally:
-        if setup.close_executor:
-            setup.executor.close()
+        driving.close()
 
 
 async def drive_async(
     backend: Any, setup: LoopSetup, history: list[ChatMessage]
 ) -> AsyncIterator[LoopEvent]:
-    """Run the loop with awaits, yielding its events; the last is ``RunFinished``."""
-    steps = loop_steps(setup, history)
-    outcome: Any = None
+    """Run the loop with awaits, yielding its events; the last is ``RunFinished``.
+
+    The calls of a round run in parallel and each one's ``ToolExecutionFinished`` arrives as
+    soon as it completes.
+    """
+    driving = _Driving(backend, setup, history)
     try:
-        while True:
-            step = steps.send(outcome)
-            outcome = None
+        for step in driving.steps():
             if isinstance(step, Generate):
-                try:
-                    async for item in _generate_async(backend, step):
-                        if isinstance(item, GenerationResult):
-                            outcome = item
-                        else:
-                            yield item
-                except Exception as exc:
-                    steps.throw(exc)  # the core attaches the partial run, then re-raises
-                    raise
+                with driving.model_turn():
+                    async for item in _model_turn_async(backend, step):
+                        if (event := driving.take(item)) is not None:
+                            yield event
             elif isinstance(step, Execute):
-                outcome = await setup.executor.execute_batch_async(step.calls, cancel=setup.cancel)
+                # aclosing: a consumer that stops early cancels the running calls right away.
+                async with contextlib.aclosing(_execute_async(driving, step)) as finished:
+                    async for event in finished:
+                        yield event
             else:
                 yield step
-    except StopIteration as stop:
-        yield RunFinished(result=stop.value)
+        yield driving.finished()
     finally:
-        if setup.close_executor:
-            setup.executor.close()
+        driving.close()
 
 
-def _finish_sync(events: Iterator[LoopEvent], on_event: Callable[[Any], Any] | None) -> RunResult:
-    result: RunResult | None = None
-    for event in events:
-        if on_event is not None:
-            on_event(event)
+class ResultCollector:
+    """Feeds loop events to ``on_event`` and keeps the :class:`RunResult` of the last one."""
+
+    def __init__(self, on_event: Callable[[Any], Any] | None = None) -> None:
+        self.on_event = on_event
+        self._result: RunResult | None = None
+
+    def __call__(self, event: LoopEvent) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
         if isinstance(event, RunFinished):
-            result = event.result
-    if result is None:  # pragma: no cover - the drivers always end with RunFinished
-        raise RuntimeError("the tool loop ended without a result")
-    return result
+            self._result = event.result
+
+    @property
+    def result(self) -> RunResult:
+        if self._result is None:  # pragma: no cover - the drivers always end with RunFinished
+            raise RuntimeError("the tool loop ended without a result")
+        return self._result
+
+    def drain(self, events: Iterable[LoopEvent]) -> RunResult:
+        """Consume a sync driver's events; the run's result."""
+        for event in events:
+            self(event)
+        return self.result
+
+    async def adrain(self, events: AsyncIterable[LoopEvent]) -> RunResult:
+        """Consume an async driver's events; the run's result."""
+        async for event in events:
+            self(event)
+        return self.result
 
 
 # -- public entry points -------------------------------------------------------------------------
 
 
 def iter_run(
-    backend: Any,
-    prompt: Prompt,
-    *,
-    tools: ToolsArg | None = None,
-    tool_choice: ToolChoice = "auto",
-    max_tool_iters: int = 10,
-    system_prompt: str | None = None,
-    tool_call_parser: Any = None,
-    params: SamplingParams | None = None,
-    before_tool_call: Hooks = None,
-    after_tool_call: AfterHooks = None,
-    stream: bool = False,
-    tool_timeout: float | None = 30.0,
-    tool_timeouts: Mapping[str, float] | None = None,
-    max_concurrency: int | None = None,
-    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-    injected: Mapping[str, Any] | None = None,
-    max_identical_calls: int = 3,
-    final_answer_on_limit: bool = False,
-    cancel: CancellationToken | None = None,
+    backend: Any, prompt: Prompt, *, system_prompt: str | None = None, **options: Unpack[RunOptions]
 ) -> Iterator[LoopEvent]:
     """Like :func:`run`, but yields the loop's events; the last one is :class:`RunFinished`."""
-    setup = build_setup(
-        backend,
-        tools=tools,
-        tool_choice=tool_choice,
-        max_tool_iters=max_tool_iters,
-        tool_call_parser=tool_call_parser,
-        params=params,
-        before_tool_call=before_tool_call,
-        after_tool_call=after_tool_call,
-        tool_timeout=tool_timeout,
-        tool_timeouts=tool_timeouts,
-        max_concurrency=max_concurrency,
-        max_output_chars=max_output_chars,
-        injected=injected,
-        max_identical_calls=max_identical_calls,
-        final_answer_on_limit=final_answer_on_limit,
-        cancel=cancel,
-        stream=stream,
-    )
+    setup = build_setup(backend, **options)
     return drive_sync(backend, setup, initial_history(prompt, system_prompt))
+
+
+def aiter_run(
+    backend: Any, prompt: Prompt, *, system_prompt: str | None = None, **options: Unpack[RunOptions]
+) -> AsyncIterator[LoopEvent]:
+    """Like :func:`arun`, but an async iterator of the loop's events (last: ``RunFinished``);
+    a call's ``ToolExecutionFinished`` arrives as soon as that call completes."""
+    setup = build_setup(backend, **options)
+    return drive_async(backend, setup, initial_history(prompt, system_prompt))
 
 
 def run(
     backend: Any,
     prompt: Prompt,
     *,
-    tools: ToolsArg | None = None,
-    tool_choice: ToolChoice = "auto",
-    max_tool_iters: int = 10,
     system_prompt: str | None = None,
-    tool_call_parser: Any = None,
-    params: SamplingParams | None = None,
-    before_tool_call: Hooks = None,
-    after_tool_call: AfterHooks = None,
     on_event: Callable[[Any], Any] | None = None,
-    stream: bool = False,
-    tool_timeout: float | None = 30.0,
-    tool_timeouts: Mapping[str, float] | None = None,
-    max_concurrency: int | None = None,
-    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-    injected: Mapping[str, Any] | None = None,
-    max_identical_calls: int = 3,
-    final_answer_on_limit: bool = False,
-    cancel: CancellationToken | None = None,
+    **options: Unpack[RunOptions],
 ) -> RunResult:
     """Run the tool loop to the end and return its :class:`RunResult`.
 
     - ``prompt``: user text, a ``ChatMessage`` or a history (left unchanged; the result's
       ``messages`` is the extended copy). ``system_prompt`` is put first.
+    - ``on_event`` receives every loop event (:data:`LoopEvent`).
+
+    Options (:class:`RunOptions`, defaults in brackets):
+
     - ``tools``: functions, ``Tool`` objects, ``ToolDefinition``s with a ``function`` (terminal
-      ones need none), or ``{name: function}``.
+      ones need none), or ``{name: function}`` [none].
     - ``tool_choice``: ``"auto"``, ``"none"``, ``"required"`` or a tool name; a forced choice
       applies to the first round only (then ``"auto"``), except a terminal tool, which stays
-      forced until its arguments pass validation.
+      forced until its arguments pass validation [``"auto"``].
     - ``max_tool_iters``: rounds of tool execution allowed; calls beyond are answered
       ``not executed`` and the run stops with ``StopReason.MAX_TOOL_ITERS`` (with
-      ``final_answer_on_limit=True`` the last request forbids tools instead).
+      ``final_answer_on_limit=True`` the last request forbids tools instead) [10].
+    - ``tool_call_parser``: reads calls from the text of models without native function
+      calling (tools are then described in the system prompt) [none].
+    - ``params``: the :class:`SamplingParams` of every request [the backend's].
     - ``before_tool_call(call)`` may return a rewritten ``ToolCall``, a ``ToolResult`` or a
-      ``Veto``; ``after_tool_call(call, result)`` may return a replacement ``ToolResult``.
-    - ``on_event`` receives every loop event; ``stream=True`` asks a streaming backend for
-      text deltas.
-    - ``tool_timeout`` / ``tool_timeouts`` (per tool name), ``max_concurrency``,
-      ``max_output_chars`` and ``injected`` configure the executor.
+      ``Veto``; ``after_tool_call(call, result)`` may return a replacement ``ToolResult``
+      (one hook or a sequence; plain or async) [none].
+    - ``stream=True`` asks a streaming backend for text deltas [False].
+    - ``tool_timeout`` (seconds, ``None`` for none) [30], ``tool_timeouts`` (per tool name),
+      ``max_concurrency`` [unbounded], ``max_output_chars`` [20 000] and ``injected`` (values
+      for injected parameters, e.g. ``{"agent": agent}``) configure the executor.
     - ``max_identical_calls``: how often the same call (name and arguments) runs before
-      repeats are refused; a round of only refused repeats ends the run.
+      repeats are refused; a round of only refused repeats ends the run [3].
     - ``cancel``: a :class:`CancellationToken`; running calls are answered ``cancelled``.
 
-    Errors of the backend propagate; the run so far (messages, trail, usage) is attached to
-    the exception as ``partial_result`` (``stop_reason=StopReason.ERROR``).
+    An unknown option raises ``TypeError``. Errors of the backend propagate; the run so far
+    (messages, trail, usage) is attached to the exception as ``partial_result``
+    (``stop_reason=StopReason.ERROR``).
     """
-    events = iter_run(
-        backend,
-        prompt,
-        tools=tools,
-        tool_choice=tool_choice,
-        max_tool_iters=max_tool_iters,
-        system_prompt=system_prompt,
-        tool_call_parser=tool_call_parser,
-        params=params,
-        before_tool_call=before_tool_call,
-        after_tool_call=after_tool_call,
-        stream=stream,
-        tool_timeout=tool_timeout,
-        tool_timeouts=tool_timeouts,
-        max_concurrency=max_concurrency,
-        max_output_chars=max_output_chars,
-        injected=injected,
-        max_identical_calls=max_identical_calls,
-        final_answer_on_limit=final_answer_on_limit,
-        cancel=cancel,
-    )
-    return _finish_sync(events, on_event)
-
-
-def aiter_run(
-    backend: Any,
-    prompt: Prompt,
-    *,
-    tools: ToolsArg | None = None,
-    tool_choice: ToolChoice = "auto",
-    max_tool_iters: int = 10,
-    system_prompt: str | None = None,
-    tool_call_parser: Any = None,
-    params: SamplingParams | None = None,
-    before_tool_call: Hooks = None,
-    after_tool_call: AfterHooks = None,
-    stream: bool = False,
-    tool_timeout: float | None = 30.0,
-    tool_timeouts: Mapping[str, float] | None = None,
-    max_concurrency: int | None = None,
-    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-    injected: Mapping[str, Any] | None = None,
-    max_identical_calls: int = 3,
-    final_answer_on_limit: bool = False,
-    cancel: CancellationToken | None = None,
-) -> AsyncIterator[LoopEvent]:
-    """Like :func:`arun`, but an async iterator of the loop's events (last: ``RunFinished``)."""
-    setup = build_setup(
-        backend,
-        tools=tools,
-        tool_choice=tool_choice,
-        max_tool_iters=max_tool_iters,
-        tool_call_parser=tool_call_parser,
-        params=params,
-        before_tool_call=before_tool_call,
-        after_tool_call=after_tool_call,
-        tool_timeout=tool_timeout,
-        tool_timeouts=tool_timeouts,
-        max_concurrency=max_concurrency,
-        max_output_chars=max_output_chars,
-        injected=injected,
-        max_identical_calls=max_identical_calls,
-        final_answer_on_limit=final_answer_on_limit,
-        cancel=cancel,
-        stream=stream,
-    )
-    return drive_async(backend, setup, initial_history(prompt, system_prompt))
+    events = iter_run(backend, prompt, system_prompt=system_prompt, **options)
+    return ResultCollector(on_event).drain(events)
 
 
 async def arun(
     backend: Any,
     prompt: Prompt,
     *,
-    tools: ToolsArg | None = None,
-    tool_choice: ToolChoice = "auto",
-    max_tool_iters: int = 10,
     system_prompt: str | None = None,
-    tool_call_parser: Any = None,
-    params: SamplingParams | None = None,
-    before_tool_call: Hooks = None,
-    after_tool_call: AfterHooks = None,
     on_event: Callable[[Any], Any] | None = None,
-    stream: bool = False,
-    tool_timeout: float | None = 30.0,
-    tool_timeouts: Mapping[str, float] | None = None,
-    max_concurrency: int | None = None,
-    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-    injected: Mapping[str, Any] | None = None,
-    max_identical_calls: int = 3,
-    final_answer_on_limit: bool = False,
-    cancel: CancellationToken | None = None,
+    **options: Unpack[RunOptions],
 ) -> RunResult:
     """The async twin of :func:`run` (same options, same state machine); tools of a round run
-    in parallel on the event loop and in worker threads."""
-    events = aiter_run(
-        backend,
-        prompt,
-        tools=tools,
-        tool_choice=tool_choice,
-        max_tool_iters=max_tool_iters,
-        system_prompt=system_prompt,
-        tool_call_parser=tool_call_parser,
-        params=params,
-        before_tool_call=before_tool_call,
-        after_tool_call=after_tool_call,
-        stream=stream,
-        tool_timeout=tool_timeout,
-        tool_timeouts=tool_timeouts,
-        max_concurrency=max_concurrency,
-        max_output_chars=max_output_chars,
-        injected=injected,
-        max_identical_calls=max_identical_calls,
-        final_answer_on_limit=final_answer_on_limit,
-        cancel=cancel,
-    )
-    result: RunResult | None = None
-    async for event in events:
-        if on_event is not None:
-            on_event(event)
-        if isinstance(event, RunFinished):
-            result = event.result
-    if result is None:  # pragma: no cover - the drivers always end with RunFinished
-        raise RuntimeError("the tool loop ended without a result")
-    return result
+    in parallel on the event loop and in worker threads, and ``on_event`` hears of each call
+    as soon as it completes."""
+    events = aiter_run(backend, prompt, system_prompt=system_prompt, **options)
+    return await ResultCollector(on_event).adrain(events)

@@ -39,6 +39,7 @@ __all__ = [
     "ToolExecutionFinished",
     "ToolExecutionStarted",
     "TrailEntry",
+    "finished_event",
     "loop_steps",
 ]
 
@@ -128,9 +129,15 @@ class Generate:
 
 @dataclass(frozen=True, kw_only=True)
 class Execute:
-    """Run these calls; the driver sends back one ``ToolResult`` per call, in order."""
+    """Run these calls; the driver sends back one ``ToolResult`` per call, in order.
+
+    The driver also yields one :class:`ToolExecutionFinished` per call (see
+    :func:`finished_event`), as early as its executor lets it: the async driver as each call
+    completes, the sync one when the batch is done.
+    """
 
     calls: tuple[ToolCall, ...]
+    iteration: int
 
 
 # -- loop events for UIs -----------------------------------------------------------------------
@@ -432,15 +439,9 @@ def loop_steps(setup: LoopSetup, history: list[ChatMessage]) -> Generator[Step, 
         if to_run:
             for call in to_run:
                 yield ToolExecutionStarted(call=call, iteration=iteration)
-            executed: Sequence[ToolResult] = yield Execute(calls=tuple(to_run))
+            executed: Sequence[ToolResult] = yield Execute(calls=tuple(to_run), iteration=iteration)
             for call, result in zip(to_run, executed, strict=True):
                 results[call.id] = result
-                yield ToolExecutionFinished(
-                    call=call,
-                    result=result,
-                    iteration=iteration,
-                    duration=float(result.metadata.get("duration", 0.0)),
-                )
 
         for call in calls:
             result = results[call.id]
@@ -459,6 +460,16 @@ def loop_steps(setup: LoopSetup, history: list[ChatMessage]) -> Generator[Step, 
             # terminal tool whose arguments were rejected (the model must try again).
             if forced is None or not forced.is_terminal:
                 choice = "auto"
+
+
+def finished_event(step: Execute, index: int, result: ToolResult) -> ToolExecutionFinished:
+    """The event a driver yields when call ``index`` of ``step`` has its result."""
+    return ToolExecutionFinished(
+        call=step.calls[index],
+        result=result,
+        iteration=step.iteration,
+        duration=float(result.metadata.get("duration", 0.0)),
+    )
 
 
 def _attach_partial_result(exc: BaseException, result: RunResult) -> None:

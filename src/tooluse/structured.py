@@ -10,16 +10,27 @@ problems listed, for at most ``max_retries`` more tries.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from tooluse.errors import ExtractionError
-from tooluse.loop import Prompt, RunResult, build_setup, drive_async, drive_sync, initial_history
-from tooluse.loop_core import RunFinished, StopReason
+from tooluse.loop import (
+    Prompt,
+    ResultCollector,
+    RunResult,
+    build_setup,
+    drive_async,
+    drive_sync,
+    initial_history,
+)
+from tooluse.loop_core import LoopSetup, StopReason
 from tooluse.messages import ChatMessage
 from tooluse.providers.base import SamplingParams
 from tooluse.tools.definition import ToolDefinition
 
-__all__ = ["aextract", "extract", "record_tool"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["ExtractOptions", "aextract", "extract", "record_tool"]
 
 DEFAULT_INSTRUCTIONS = (
     "Extract the requested information from the text below by calling the tool {name}. "
@@ -54,25 +65,8 @@ def _prompt_for(text_or_messages: Prompt, instructions: str) -> Prompt:
 
 def _record_from(target: Any, definition: ToolDefinition, result: RunResult) -> Any:
     if result.stop_reason is StopReason.TERMINAL_TOOL and isinstance(result.output, dict):
-        if not _is_model_class(target):
-            return dict(result.output)
-        accepted = [t for t in result.trail if t.name == definition.name and not t.is_error]
-        # The validated arguments use field names; what the model sent uses the aliases. One
-        # of the two builds the instance (the validator already accepted the call).
-        candidates = [result.output] + ([accepted[-1].arguments] if accepted else [])
-        failure: Exception | None = None
-        for candidate in candidates:
-            try:
-                return target.model_validate(candidate)
-            except ValueError as exc:  # pydantic's ValidationError is a ValueError
-                failure = exc
-        raise ExtractionError(
-            f"extraction failed: the accepted {definition.name!r} arguments do not build the "
-            f"model: {failure}",
-            attempts=len(accepted),
-            last_error=str(failure),
-            result=result,
-        )
+        # The validated arguments are keyed as the schema names them, which the model accepts.
+        return target.model_validate(result.output) if _is_model_class(target) else result.output
     attempts = sum(1 for t in result.trail if t.name == definition.name)
     errors = [t.output for t in result.trail if t.name == definition.name and t.is_error]
     last_error = errors[-1] if errors else ""
@@ -89,19 +83,32 @@ def _record_from(target: Any, definition: ToolDefinition, result: RunResult) -> 
     )
 
 
-def _setup_and_history(
+class ExtractOptions(TypedDict, total=False):
+    """The options of :func:`extract` and :func:`aextract` (see :func:`extract`)."""
+
+    name: str | None
+    instructions: str | None
+    max_retries: int
+    system_prompt: str | None
+    params: SamplingParams | None
+    tool_call_parser: Any
+    validate: Callable[[dict[str, Any]], Any] | None
+
+
+def _prepare(
     backend: Any,
     text_or_messages: Prompt,
     target: Any,
     *,
-    name: str | None,
-    instructions: str | None,
-    max_retries: int,
-    system_prompt: str | None,
-    params: SamplingParams | None,
-    tool_call_parser: Any,
-    validate: Callable[[dict[str, Any]], Any] | None,
-) -> tuple[ToolDefinition, Any, list[ChatMessage]]:
+    name: str | None = None,
+    instructions: str | None = None,
+    max_retries: int = 2,
+    system_prompt: str | None = None,
+    params: SamplingParams | None = None,
+    tool_call_parser: Any = None,
+    validate: Callable[[dict[str, Any]], Any] | None = None,
+) -> tuple[ToolDefinition, LoopSetup, list[ChatMessage]]:
+    """The record tool, the loop setup forcing it, and the starting history."""
     if max_retries < 0:
         raise ValueError("max_retries must be >= 0")
     definition = record_tool(target, name=name)
@@ -116,17 +123,9 @@ def _setup_and_history(
         max_tool_iters=max_retries,
         tool_call_parser=tool_call_parser,
         params=params,
-        before_tool_call=None,
-        after_tool_call=None,
         tool_timeout=None,
-        tool_timeouts=None,
-        max_concurrency=None,
         max_output_chars=1_000_000,
-        injected=None,
         max_identical_calls=max_retries + 1,
-        final_answer_on_limit=False,
-        cancel=None,
-        stream=False,
         terminal_validators={definition.name: validate} if validate is not None else None,
     )
     prompt = _prompt_for(
@@ -136,17 +135,7 @@ def _setup_and_history(
 
 
 def extract(
-    backend: Any,
-    text_or_messages: Prompt,
-    model: Any,
-    *,
-    name: str | None = None,
-    instructions: str | None = None,
-    max_retries: int = 2,
-    system_prompt: str | None = None,
-    params: SamplingParams | None = None,
-    tool_call_parser: Any = None,
-    validate: Callable[[dict[str, Any]], Any] | None = None,
+    backend: Any, text_or_messages: Prompt, model: Any, **options: Unpack[ExtractOptions]
 ) -> Any:
     """Extract one record from text (or a conversation) with a forced tool call.
 
@@ -154,61 +143,24 @@ def extract(
       signature only (returns a dict of validated arguments).
     - ``text_or_messages``: text is wrapped in ``instructions`` (which may use ``{name}``);
       messages are sent as they are.
-    - ``max_retries``: how many more tries the model gets after invalid arguments.
-    - ``validate``: an extra check of the validated arguments; raise to reject them (the
-      message goes back to the model).
+
+    Options (:class:`ExtractOptions`, defaults in brackets): ``name`` of the tool [the
+    model's], ``instructions`` [:data:`DEFAULT_INSTRUCTIONS`], ``max_retries``: how many more
+    tries the model gets after invalid arguments [2], ``system_prompt``, ``params``,
+    ``tool_call_parser`` (as in :func:`tooluse.run`), ``validate``: an extra check of the
+    validated arguments; raise to reject them (the message goes back to the model).
 
     Raises :class:`ExtractionError` (with the run attached) when no valid record came back.
     """
-    definition, setup, history = _setup_and_history(
-        backend,
-        text_or_messages,
-        model,
-        name=name,
-        instructions=instructions,
-        max_retries=max_retries,
-        system_prompt=system_prompt,
-        params=params,
-        tool_call_parser=tool_call_parser,
-        validate=validate,
-    )
-    result: RunResult | None = None
-    for event in drive_sync(backend, setup, history):
-        if isinstance(event, RunFinished):
-            result = event.result
-    assert result is not None
+    definition, setup, history = _prepare(backend, text_or_messages, model, **options)
+    result = ResultCollector().drain(drive_sync(backend, setup, history))
     return _record_from(model, definition, result)
 
 
 async def aextract(
-    backend: Any,
-    text_or_messages: Prompt,
-    model: Any,
-    *,
-    name: str | None = None,
-    instructions: str | None = None,
-    max_retries: int = 2,
-    system_prompt: str | None = None,
-    params: SamplingParams | None = None,
-    tool_call_parser: Any = None,
-    validate: Callable[[dict[str, Any]], Any] | None = None,
+    backend: Any, text_or_messages: Prompt, model: Any, **options: Unpack[ExtractOptions]
 ) -> Any:
-    """The async twin of :func:`extract`."""
-    definition, setup, history = _setup_and_history(
-        backend,
-        text_or_messages,
-        model,
-        name=name,
-        instructions=instructions,
-        max_retries=max_retries,
-        system_prompt=system_prompt,
-        params=params,
-        tool_call_parser=tool_call_parser,
-        validate=validate,
-    )
-    result: RunResult | None = None
-    async for event in drive_async(backend, setup, history):
-        if isinstance(event, RunFinished):
-            result = event.result
-    assert result is not None
+    """The async twin of :func:`extract` (same options)."""
+    definition, setup, history = _prepare(backend, text_or_messages, model, **options)
+    result = await ResultCollector().adrain(drive_async(backend, setup, history))
     return _record_from(model, definition, result)

@@ -365,6 +365,39 @@ async def test_cancellation_token_closes_running_calls_with_results():
     assert cleaned_up.is_set()
 
 
+async def test_reporting_batch_reports_each_completed_call_once_in_completion_order():
+    token = CancellationToken()
+    second_may_finish = asyncio.Event()
+    reported: list[tuple[int, str]] = []
+
+    async def first() -> str:
+        await second_may_finish.wait()
+        token.cancel()
+        return "first"
+
+    async def second() -> str:
+        return "second"
+
+    async def hang() -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    def on_result(index: int, result: ToolResult) -> None:
+        reported.append((index, result.output))
+        second_may_finish.set()
+
+    executor = AsyncToolExecutor({"first": first, "second": second, "hang": hang}, timeout=None)
+    results = await executor.execute_batch_reporting(
+        [call("first", id="a"), call("second", id="b"), call("hang", id="c")],
+        cancel=token,
+        on_result=on_result,
+    )
+    # The cancelled call is answered in the results but was never "completed".
+    assert reported == [(1, "second"), (0, "first")]
+    assert [r.call_id for r in results] == ["a", "b", "c"]
+    assert results[2].is_error and "cancelled" in results[2].output
+
+
 def test_cancellation_token_in_the_sync_facade():
     token = CancellationToken()
     release = threading.Event()

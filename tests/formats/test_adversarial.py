@@ -1,7 +1,9 @@
 """Hostile input: random bytes, floods of markers, huge arguments, deep nesting, regex traps.
 
 Each case must end with a result (no exception, no hang) that keeps the text it could not read.
-Growth of work with input size is measured in ``benchmarks/bench_parsers.py``, not here.
+Growth of work with input size is checked here by counting operations (text scanned by the marker
+lexer, text copied into the stream buffer, lexer calls, events), never by timing; the times are
+measured in ``benchmarks/bench_parsers.py``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import random
 
 import pytest
 
-from tooluse.formats import available_formats, collect_events, get_parser
+from tooluse.formats import StreamMachine, available_formats, collect_events, get_parser
+from tooluse.formats.lexer import MarkerMatch, MarkerSet
 from tooluse.formats.literals import LiteralSyntaxError, parse_loose_value, parse_python_calls
 
 from .helpers import chunks, run_split, summary
@@ -117,3 +120,87 @@ def test_os_random_bytes_in_every_format_quickly():
     text = os.urandom(50_000).decode("latin-1")
     for fmt in ALL:
         get_parser(fmt).parse(text)
+
+
+class WorkCounter:
+    """Counts the work a stream does: characters the marker lexer scans, characters copied into
+    the stream buffer, lexer calls and events. Quadratic re-scanning or re-buffering shows up
+    as counts that grow faster than the input."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.scanned = self.copied = self.finds = self.events = 0
+        find, feed = MarkerSet.find, StreamMachine.feed
+
+        def counting_find(lexer: MarkerSet, text: str, pos: int, final: bool) -> MarkerMatch:
+            found = find(lexer, text, pos, final)
+            self.finds += 1
+            self.scanned += (found.marker_end if found.marker else len(text)) - pos
+            return found
+
+        def counting_feed(machine: StreamMachine, delta: str) -> list:
+            self.copied += len(machine._buf) - machine._pos + len(delta)
+            out = feed(machine, delta)
+            self.events += len(out)
+            return out
+
+        monkeypatch.setattr(MarkerSet, "find", counting_find)
+        monkeypatch.setattr(StreamMachine, "feed", counting_feed)
+
+    def total(self) -> int:
+        return self.scanned + self.copied + self.finds + self.events
+
+    def measure(self, fmt: str, text: str, delta: int) -> int:
+        before = self.total()
+        stream = get_parser(fmt).stream(())
+        for i in range(0, len(text), delta):
+            stream.feed(text[i : i + delta])
+        self.events += len(stream.close())
+        return self.total() - before
+
+
+def _growth(counter: WorkCounter, fmt: str, unit: str, small: int, ratio: int, delta: int):
+    work_small = counter.measure(fmt, unit * small, delta)
+    work_large = counter.measure(fmt, unit * (small * ratio), delta)
+    assert work_small > small  # the counters see the work at all
+    return work_large / work_small
+
+
+@pytest.mark.slow
+def test_a_million_tool_call_markers_cost_linear_work(monkeypatch):
+    counter = WorkCounter(monkeypatch)
+    growth = _growth(counter, "hermes", "<tool_call>", 250_000, 4, 4096)
+    assert growth <= 4 * 1.1, growth  # 4x the markers: at most 4.4x the work
+
+
+@pytest.mark.parametrize("fmt", ALL)
+def test_marker_floods_cost_linear_work_in_every_format(fmt, monkeypatch):
+    counter = WorkCounter(monkeypatch)
+    unit = (
+        "<tool_call>[TOOL_CALLS]<|python_tag|>```tool_code<start_function_call><|channel|>"
+        "<｜tool▁call▁begin｜><function=<parameter=[f(<think></think>"
+    )
+    for piece in (unit, "<tool_call>", "<think>"):
+        growth = _growth(counter, fmt, piece, 500, 4, 64)
+        assert growth <= 4 * 1.1, (piece, growth)
+
+
+def test_work_counter_sees_quadratic_rescanning(monkeypatch):
+    """The counter is able to fail: a reader that re-parses the whole text on every delta (the
+    method of the parsers this library replaces) shows work growing with the square."""
+    counter = WorkCounter(monkeypatch)
+    lexer = MarkerSet(["<tool_call>"])
+
+    def rescanning_work(text: str) -> int:
+        before = counter.total()
+        for end in range(64, len(text) + 64, 64):
+            pos = 0
+            while True:
+                found = lexer.find(text[:end], pos, True)
+                if found.marker is None:
+                    break
+                pos = found.marker_end
+        return counter.total() - before
+
+    small = rescanning_work("x" * 10 + "<tool_call>" * 500)
+    large = rescanning_work("x" * 10 + "<tool_call>" * 2000)
+    assert large / small > 12

@@ -3,6 +3,7 @@ calls written in a format's syntax are read back exactly."""
 
 from __future__ import annotations
 
+import inspect
 import json
 
 from hypothesis import HealthCheck, given, settings
@@ -367,3 +368,59 @@ def test_glm_roundtrip(before, query, days, newlines, data):
 def test_function_tag_roundtrip(before, after, cs, data):
     body = "".join(f"<function={n}>{_j(a)}</function>" for n, a in cs)
     _roundtrip("function_tag", before + body + after, data, cs, before + after)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=garbage, data=st.data())
+def test_garbage_with_tools_and_open_reasoning_streams_like_parse(text, data):
+    from .helpers import TOOLS
+
+    pieces = _split(data, text)
+    for fmt in available_formats():
+        parser = get_parser(fmt, reasoning_started=True)
+        whole = parser.parse(text, TOOLS)
+        stream = parser.stream(TOOLS)
+        events = []
+        for piece in pieces:
+            events += stream.feed(piece)
+        events += stream.close()
+        check_events(events)
+        assert summary(collect_events(events)) == summary(whole), fmt
+
+
+# Formats whose calls the round-trip properties above write and read back under random splits.
+ROUND_TRIPPED = {
+    "hermes": test_hermes_roundtrip,
+    "llama3_json": test_llama3_roundtrip,
+    "mistral": test_mistral_roundtrip,
+    "mistral_v11": test_mistral_v11_roundtrip,
+    "deepseek_v3": test_deepseek_roundtrip,
+    "deepseek_v31": test_deepseek_roundtrip,
+    "pythonic": test_pythonic_and_tool_code_roundtrip,
+    "gemma_tool_code": test_pythonic_and_tool_code_roundtrip,
+    "functiongemma": test_functiongemma_and_gemma4_roundtrip,
+    "gemma4": test_functiongemma_and_gemma4_roundtrip,
+    "qwen3_coder": test_qwen3_coder_roundtrip,
+    "harmony": test_harmony_roundtrip,
+    "granite": test_json_list_formats_roundtrip,
+    "jamba": test_json_list_formats_roundtrip,
+    "phi4_mini": test_json_list_formats_roundtrip,
+    "nemotron": test_json_list_formats_roundtrip,
+    "kimi_k2": test_kimi_k2_roundtrip,
+    "lfm2": test_lfm2_and_olmo3_roundtrip,
+    "olmo3": test_lfm2_and_olmo3_roundtrip,
+    "seed_oss": test_seed_oss_and_minimax_roundtrip,
+    "minimax_m2": test_seed_oss_and_minimax_roundtrip,
+    "glm45": test_glm_roundtrip,
+    "function_tag": test_function_tag_roundtrip,
+}
+
+
+def test_every_format_has_a_random_split_round_trip_property():
+    """Random garbage covers every format (above); this checks each registered format also has a
+    property that writes real calls in its syntax and reads them back under random splits."""
+    assert set(ROUND_TRIPPED) == set(available_formats())
+    for fmt, test in ROUND_TRIPPED.items():
+        source = inspect.getsource(test)
+        named = f'"{fmt}"' in source or (fmt in JSON_LISTS and "JSON_LISTS" in source)
+        assert named, fmt

@@ -35,12 +35,22 @@ def server_url(tmp_path_factory):
     log = log_path.open("wb")
     process = subprocess.Popen(
         [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(default_model_path()),
-            "--host", "127.0.0.1", "--port", str(port),
-            "--n_ctx", "2048", "--n_threads", "2",
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(default_model_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--n_threads",
+            "2",
             # llama-cpp-python's function-calling prompt and grammar for ChatML models
-            "--chat_format", "chatml-function-calling",
+            "--chat_format",
+            "chatml-function-calling",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import AliasChoices, BaseModel, Field
 
 from tooluse import (
     DEFAULT_REGISTRY,
@@ -393,3 +393,50 @@ def test_manager_receives_registry_tools_and_add_tool_to_all():
 
     assert local.has_tool("only_here") and not m1.has_tool("only_here")
     assert "only_here" not in DEFAULT_REGISTRY
+
+
+class AliasedRecord(BaseModel):
+    """A record whose fields are named differently on the wire."""
+
+    year_: int = Field(alias="year")
+    title_text: str = Field(validation_alias="title")
+    tag: str = Field(default="none", validation_alias=AliasChoices("label", "tag_name"))
+
+
+def test_model_tool_with_aliases_validates_and_invokes_by_schema_names():
+    definition = ToolDefinition.from_model(AliasedRecord)
+    assert set(definition.parameters_schema["properties"]) == {"year", "title", "label"}
+    arguments = definition.validate_arguments({"year": "1995", "title": "Heat", "label": "crime"})
+    # Keyed as the schema names them, so they round-trip through the schema and the model.
+    assert arguments == {"year": 1995, "title": "Heat", "label": "crime"}
+    record = definition.invoke({"year": 1995, "title": "Heat"})
+    assert record == AliasedRecord(year=1995, title="Heat")
+    assert record.tag == "none"
+    with pytest.raises(ToolArgumentError) as info:
+        definition.validate_arguments({"year_": 1995, "title": "Heat"})
+    assert "year_" in info.value.model_message and "did you mean 'year'" in info.value.model_message
+
+
+def test_manager_register_replaces_by_name_and_warns_for_a_different_tool():
+    import warnings
+
+    from tooluse.tools import ToolDefinitionWarning
+
+    def ping() -> str:
+        """First ping."""
+        return "one"
+
+    def other_ping() -> str:
+        """Second ping."""
+        return "two"
+
+    manager = ToolManager(registry=None)
+    manager.register(ping)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        manager.register(ping)  # the same tool again: nothing to say
+    replacement = ToolDefinition.from_callable(other_ping, name="ping")
+    with pytest.warns(ToolDefinitionWarning, match="'ping' replaces an earlier tool"):
+        manager.register(replacement)
+    assert manager.call("ping", {}) == "two"
+    assert manager.get_all_tools_schema()[0]["function"]["description"] == "Second ping."

@@ -8,8 +8,7 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, Field
 
-from tooluse import ToolDefinition, ToolParameter, ToolParameterType
-from tooluse.tools import SchemaExport
+from tooluse import ToolArgumentError, ToolDefinition, ToolParameter, ToolParameterType
 from tooluse.tools.schema_export import GEMINI_ALLOWED_KEYWORDS, STRICT_ALLOWED_KEYWORDS
 
 
@@ -190,8 +189,6 @@ def test_strict_drops_unsupported_keywords_and_reports_them():
     assert "minLength: 3" in prop["description"]
     assert [c.keyword for c in export.dropped] == ["minLength"]
     # the dropped constraint is still enforced on the way back
-    from tooluse import ToolArgumentError
-
     with pytest.raises(ToolArgumentError, match="name"):
         t.validate_arguments({"name": "ab"})
 
@@ -236,33 +233,96 @@ def test_unknown_provider():
         SHIP.export("cohere-v9")
 
 
-@pytest.mark.parametrize("provider", ["openai", "openai_responses", "anthropic", "bedrock"])
-@pytest.mark.parametrize("strict", [False, True])
-def test_round_trip_exported_schema_and_validation_agree(provider, strict):
-    export: SchemaExport = SHIP.export(provider, strict=strict)
-    schema = export.schema
-    params = (
-        schema.get("function", {}).get("parameters")
-        or schema.get("parameters")
-        or schema.get("input_schema")
-        or schema["toolSpec"]["inputSchema"]["json"]
-    )
-    jsonschema.Draft202012Validator.check_schema(params)
-    samples = [
-        {"customer": "a", "address": {"street": "s", "zip_code": "12345"}, "priority": "high",
-         "quantity": 5, "note": "hi", "gift": True},
-        {"customer": "b", "address": {"street": "t", "zip_code": "54321"}, "priority": None,
-         "quantity": None, "note": None, "gift": None},
-    ]  # fmt: skip
-    for sample in samples:
-        if jsonschema.Draft202012Validator(params).is_valid(sample):
-            SHIP.validate_arguments(sample)  # accepted by the export => accepted by us
-    bad = {"customer": "a", "address": {"street": "s", "zip_code": "12345"}, "priority": "urgent"}
-    assert not jsonschema.Draft202012Validator(params).is_valid(bad)
-    from tooluse import ToolArgumentError
+def _openapi_to_json_schema(schema: Any) -> Any:
+    """Gemini's OpenAPI subset as JSON Schema (``nullable: true`` -> a ``null`` type)."""
+    if isinstance(schema, list):
+        return [_openapi_to_json_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _openapi_to_json_schema(v) for k, v in schema.items() if k != "nullable"}
+    if schema.get("nullable") is True and isinstance(schema.get("type"), str):
+        out["type"] = [schema["type"], "null"]
+    if "properties" in schema:  # property names are data, not schemas
+        out["properties"] = {k: _openapi_to_json_schema(v) for k, v in schema["properties"].items()}
+    return out
 
-    with pytest.raises(ToolArgumentError):
-        SHIP.validate_arguments(bad)
+
+def _exported_parameters(provider: str, strict: bool) -> dict[str, Any]:
+    schema = SHIP.export(provider, strict=strict).schema
+    if provider == "openai":
+        return schema["function"]["parameters"]  # type: ignore[no-any-return]
+    if provider == "openai_responses":
+        return schema["parameters"]  # type: ignore[no-any-return]
+    if provider == "anthropic":
+        return schema["input_schema"]  # type: ignore[no-any-return]
+    if provider == "bedrock":
+        return schema["toolSpec"]["inputSchema"]["json"]  # type: ignore[no-any-return]
+    if provider == "mcp":
+        return schema["inputSchema"]  # type: ignore[no-any-return]
+    return _openapi_to_json_schema(schema["parameters"])  # type: ignore[no-any-return]
+
+
+ROUND_TRIP_EXPORTS = [
+    *[
+        (p, s)
+        for p in ("openai", "openai_responses", "anthropic", "bedrock")
+        for s in (False, True)
+    ],
+    ("gemini", False),
+    ("mcp", False),
+]
+
+FULL_SAMPLE = {
+    "customer": "a",
+    "address": {"street": "s", "zip_code": "12345"},
+    "priority": "high",
+    "quantity": 5,
+    "note": "hi",
+    "gift": True,
+}
+NULL_SAMPLE = {
+    "customer": "b",
+    "address": {"street": "t", "zip_code": "54321"},
+    "priority": None,
+    "quantity": None,
+    "note": None,
+    "gift": None,
+}
+MINIMAL_SAMPLE = {"customer": "c", "address": {"street": "u", "zip_code": "00000"}}
+
+
+@pytest.mark.parametrize(("provider", "strict"), ROUND_TRIP_EXPORTS)
+def test_round_trip_exported_schema_and_validation_agree(provider, strict):
+    params = _exported_parameters(provider, strict)
+    jsonschema.Draft202012Validator.check_schema(params)
+    exported = jsonschema.Draft202012Validator(params)
+    is_strict = SHIP.export(provider, strict=strict).strict
+    # A complete call is valid for every export, and the strict exports accept null for
+    # every optional argument (null means "use the default").
+    assert exported.is_valid(FULL_SAMPLE)
+    assert exported.is_valid(NULL_SAMPLE) == is_strict
+    for sample in (FULL_SAMPLE, NULL_SAMPLE, MINIMAL_SAMPLE):
+        if exported.is_valid(sample):
+            arguments = SHIP.validate_arguments(sample)  # accepted by the export => by us
+            if sample is NULL_SAMPLE:
+                assert (arguments["priority"], arguments["quantity"], arguments["gift"]) == (
+                    "low",
+                    1,
+                    False,
+                )
+        report = SHIP.validate_arguments_report(sample)
+        if not report.coercions and not is_strict:
+            # accepted by us as sent => accepted by the export (strict ones demand every key)
+            assert exported.is_valid(sample), sample
+    for bad in (
+        {**FULL_SAMPLE, "priority": "urgent"},
+        {**FULL_SAMPLE, "quantity": 100},
+        {**FULL_SAMPLE, "address": {"street": "s", "zip_code": "1234"}},
+        {"address": {"street": "s", "zip_code": "12345"}},
+    ):
+        assert not exported.is_valid(bad), bad
+        with pytest.raises(ToolArgumentError):
+            SHIP.validate_arguments(bad)
 
 
 def test_exports_are_cached_but_callers_cannot_corrupt_them():

@@ -156,7 +156,9 @@ def chat(
     if tools is not None and not tool_list:
         raise typer.BadParameter(f"{tools} defines no @tool functions", param_hint="--tools")
     backend = load_backend(model, console)
-    names = ", ".join(getattr(t, "__name__", None) or getattr(t, "name", "?") for t in tool_list)
+    names = ", ".join(
+        str(getattr(t, "__name__", None) or getattr(t, "name", "?")) for t in tool_list
+    )
     console.print(f"[dim]model {model}; tools: {names or 'none'}; empty line to quit[/]")
     history: list[ChatMessage] = [ChatMessage.system(system)] if system else []
     interactive = sys.stdin.isatty()

@@ -12,7 +12,8 @@ import concurrent.futures
 import dataclasses
 import inspect
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED
 from typing import Any
 
 from tooluse.execution.local import (
@@ -127,22 +128,38 @@ class AsyncToolExecutor(SimpleToolExecutor):
         If the awaiting task itself is cancelled, the running calls are cancelled too and the
         ``CancelledError`` propagates.
         """
+        return await self.execute_batch_reporting(calls, cancel=cancel, on_result=None)
+
+    async def execute_batch_reporting(
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        on_result: Callable[[int, ToolResult], Any] | None,
+        cancel: CancellationToken | None = None,
+    ) -> tuple[ToolResult, ...]:
+        """:meth:`execute_batch_async` that also calls ``on_result(index, result)`` as each
+        call completes (so a UI can show it at once); results made up afterwards for
+        cancelled calls are only returned."""
         if not calls:
             return ()
         started = time.perf_counter()
-        if len(calls) == 1 and cancel is None:
-            return (await self.execute_async(calls[0]),)
         if cancel is not None and cancel.cancelled:
             return tuple(self._cancelled(call, started) for call in calls)
         semaphore = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
 
-        async def bounded(call: ToolCall) -> ToolResult:
+        async def bounded(index: int, call: ToolCall) -> ToolResult:
             if semaphore is None:
-                return await self.execute_async(call)
-            async with semaphore:
-                return await self.execute_async(call)
+                result = await self.execute_async(call)
+            else:
+                async with semaphore:
+                    result = await self.execute_async(call)
+            if on_result is not None:
+                on_result(index, result)
+            return result
 
-        tasks = [asyncio.ensure_future(bounded(call)) for call in calls]
+        if len(calls) == 1 and cancel is None:
+            return (await bounded(0, calls[0]),)
+        tasks = [asyncio.ensure_future(bounded(i, call)) for i, call in enumerate(calls)]
         try:
             if cancel is None:
                 await asyncio.wait(tasks)
@@ -201,56 +218,77 @@ class AsyncToolExecutor(SimpleToolExecutor):
         self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
     ) -> tuple[ToolResult, ...]:
         """Run calls in parallel worker threads (sync code); results in call order."""
-        if not calls:
-            return ()
         if len(calls) == 1 and cancel is None:
             return (self.execute(calls[0]),)
+        results: dict[int, ToolResult] = dict(self.iter_batch(calls, cancel=cancel))
+        return tuple(results[i] for i in range(len(calls)))
+
+    def iter_batch(
+        self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
+    ) -> Iterator[tuple[int, ToolResult]]:
+        """Run calls in parallel worker threads, yielding ``(index, result)`` as each call
+        ends (completed, failed, timed out or cancelled); every call gets exactly one result.
+
+        Hooks run in the calling thread; each call's timeout counts from the batch start.
+        """
+        if not calls:
+            return
         started = time.perf_counter()
         if cancel is not None and cancel.cancelled:
-            return tuple(self._cancelled(call, started) for call in calls)
+            for index, call in enumerate(calls):
+                yield index, self._cancelled(call, started)
+            return
         pool = self._thread_pool()
-        entries: list[tuple[ToolCall, ToolResult | PreparedCall]] = [
-            self._start_sync(call) for call in calls
-        ]
-        futures: dict[int, concurrent.futures.Future[Any]] = {}
-        for index, (_, state) in enumerate(entries):
-            if isinstance(state, PreparedCall):
-                futures[index] = pool.submit(self._body_sync, state)
-        fired: concurrent.futures.Future[None] = concurrent.futures.Future()
-        if cancel is not None:
-
-            def set_fired() -> None:
-                if not fired.done():
-                    fired.set_result(None)
-
-            cancel.add_callback(set_fired)
-        results: list[ToolResult] = []
-        for index, (call, state) in enumerate(entries):
+        running: dict[concurrent.futures.Future[Any], int] = {}
+        deadlines: dict[int, float] = {}
+        ran: dict[int, ToolCall] = {}  # the call as it ran (a before-hook may rewrite it)
+        for index, original in enumerate(calls):
+            call, state = self._start_sync(original)
             if isinstance(state, ToolResult):
-                results.append(
-                    self._run_hooks_after(calls[index], dataclasses.replace(state, call_id=call.id))
-                )
+                state = dataclasses.replace(state, call_id=call.id)
+                yield index, self._run_hooks_after(original, state)
                 continue
-            future = futures[index]
+            ran[index] = call
+            running[pool.submit(self._body_sync, state)] = index
             timeout = self.timeout_for(call.name)
-            remaining = (
-                None if timeout is None else max(0.0, started + timeout - time.perf_counter())
-            )
-            done, _ = concurrent.futures.wait(
-                {future, fired}, timeout=remaining, return_when=concurrent.futures.FIRST_COMPLETED
-            )
-            if future in done:
-                try:
-                    result = self._finish(call, future.result(), started)
-                except Exception as exc:
-                    result = self._failure(call, exc, time.perf_counter() - started)
-            elif fired in done:
-                future.cancel()
-                result = self._cancelled(call, started)
-            else:
-                future.cancel()
-                result = self._timed_out(call, timeout or 0.0, started)
-            results.append(self._run_hooks_after(call, result))
+            if timeout is not None:
+                deadlines[index] = started + timeout
+        fired: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def set_fired() -> None:
+            if not fired.done():
+                fired.set_result(None)
+
         if cancel is not None:
-            cancel.remove_callback(set_fired)
-        return tuple(results)
+            cancel.add_callback(set_fired)
+        try:
+            while running:
+                waiting = [deadlines[i] for i in running.values() if i in deadlines]
+                wait_for = max(0.0, min(waiting) - time.perf_counter()) if waiting else None
+                done, _ = concurrent.futures.wait(
+                    {*running, fired}, timeout=wait_for, return_when=FIRST_COMPLETED
+                )
+                now = time.perf_counter()
+                for future in list(running):
+                    index = running[future]
+                    call = ran[index]
+                    if future in done:
+                        try:
+                            result = self._finish(call, future.result(), started)
+                        except Exception as exc:
+                            result = self._failure(call, exc, now - started)
+                    elif fired in done:
+                        future.cancel()
+                        result = self._cancelled(call, started)
+                    elif index in deadlines and deadlines[index] <= now:
+                        future.cancel()
+                        result = self._timed_out(call, self.timeout_for(call.name) or 0.0, started)
+                    else:
+                        continue
+                    del running[future]
+                    yield index, self._run_hooks_after(call, result)
+        finally:
+            if cancel is not None:
+                cancel.remove_callback(set_fired)
+            for future in running:  # the consumer stopped early: nothing more will be read
+                future.cancel()

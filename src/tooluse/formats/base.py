@@ -8,7 +8,10 @@ of the same text into deltas give the same result by construction.
 
 ``ArgumentsDelta`` texts of one call add up to its arguments: the model's own text for JSON
 formats (so Python-literal arguments stream as written), JSON for formats with another syntax
-(XML parameters, Python calls, Gemma call objects).
+(XML parameters, Python calls, Gemma call objects). Python-call lists and Gemma call objects
+stream one argument at a time through :class:`ArgumentsWriter` (a value is sent when the comma or
+bracket after it arrives; a long string value therefore arrives whole); calls inside a
+```` ```tool_code ```` block or a bare ``<function_calls>`` block arrive whole.
 
 Unknown tool names: the call is still returned (as a ``ToolCallFinished``) so the loop can answer
 its id with a validation failure, and a ``ParseError`` naming the tool is recorded as well.
@@ -18,6 +21,7 @@ text, plus a ``ParseError``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -37,12 +41,14 @@ from tooluse.messages import ToolCall, new_call_id
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
+    "ArgumentsWriter",
     "ParsedToolResponse",
     "StreamMachine",
     "TextFormatParser",
     "ToolCallParser",
     "ToolCallStream",
     "collect_events",
+    "tools_json_lines",
 ]
 
 ToolsArg = Sequence[ToolDefinition] | Iterable[ToolDefinition] | None
@@ -103,6 +109,41 @@ def collect_events(events: Iterable[StreamEvent]) -> ParsedToolResponse:
         errors=tuple(errors),
         reasoning="".join(reasoning),
     )
+
+
+class ArgumentsWriter:
+    """Writes one call's arguments as a JSON object, one member at a time, while it streams.
+
+    ``member`` sends a member as soon as the format has read it; ``close`` receives the
+    arguments the call finally has and sends whatever the members sent so far lack (a member
+    that could not be read alone, or a later duplicate), then the closing brace. So the texts
+    always decode to the final arguments, however well the early members were read.
+    """
+
+    def __init__(self, emit: Callable[[str], None]) -> None:
+        self._emit = emit
+        self._sent: dict[str, str] = {}
+        self._closed = False
+
+    def member(self, key: str, value: Any) -> None:
+        if self._closed:
+            return
+        try:
+            value_text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            return  # left for close(), which sends the final value
+        lead = ", " if self._sent else "{"
+        self._emit(f"{lead}{json.dumps(key, ensure_ascii=False)}: {value_text}")
+        self._sent[key] = value_text
+
+    def close(self, arguments: dict[str, Any]) -> None:
+        if self._closed:
+            return
+        for key, value in arguments.items():
+            if self._sent.get(key) != _json_text(value):
+                self.member(key, value)
+        self._closed = True
+        self._emit("}" if self._sent else "{}")
 
 
 class StreamMachine:
@@ -197,6 +238,17 @@ class StreamMachine:
     def _error(self, message: str, raw: str = "", index: int | None = None) -> None:
         self._out.append(ParseError(message=message, raw=raw, index=index))
 
+    def _text_until(self, markers: MarkerSet) -> str | None:
+        """Emit content text up to the next of ``markers`` and consume that marker; return it,
+        or ``None`` when more text is needed (or the output ended) before one arrives."""
+        found = markers.find(self._buf, self._pos, self._final)
+        self._emit_text(self._buf[self._pos : found.text_end])
+        self._pos = found.text_end
+        if found.marker is None:
+            return None
+        self._pos = found.marker_end
+        return found.marker
+
     def _collect_until(self, markers: MarkerSet) -> tuple[str, str | None] | None:
         """Gather text up to the next of ``markers`` and consume the marker. Returns
         ``(text, marker)`` when found (``marker`` is ``None`` at the end of output), or ``None``
@@ -239,6 +291,29 @@ class StreamMachine:
     def _emit_arguments(self, index: int, text: str) -> None:
         if text:
             self._out.append(ArgumentsDelta(index=index, text=text))
+
+    def _begin_streamed_call(self, name: str) -> tuple[int, str, ArgumentsWriter]:
+        """Start a call whose arguments will stream member by member (see ``ArgumentsWriter``)."""
+        index, cid = self._start_call(name)
+        return index, cid, ArgumentsWriter(lambda text: self._emit_arguments(index, text))
+
+    def _end_streamed_call(
+        self,
+        started: tuple[int, str, ArgumentsWriter],
+        name: str,
+        arguments: Any,
+        *,
+        raw_arguments: str | None = None,
+        raw: str = "",
+        problem: str | None = None,
+    ) -> None:
+        """Finish a call begun with :meth:`_begin_streamed_call`."""
+        index, cid, writer = started
+        args, _, _ = normalise_arguments(arguments, raw_arguments)
+        writer.close(args)
+        self._finish_call(
+            index, cid, name, arguments, raw_arguments=raw_arguments, raw=raw, problem=problem
+        )
 
     def _finish_call(
         self,
@@ -318,12 +393,18 @@ def normalise_arguments(
 
 
 def _json_text(value: Any) -> str:
-    import json
-
     try:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
         return str(value)
+
+
+def tools_json_lines(tools: Iterable[ToolDefinition], indent: int | None = None) -> str:
+    """The tools' OpenAI-style schemas as JSON, one per line: the tools section most prompt
+    formats use."""
+    return "\n".join(
+        json.dumps(t.to_openai_schema(), ensure_ascii=False, indent=indent) for t in tools
+    )
 
 
 class TextFormatParser:

@@ -15,14 +15,56 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from tooluse.formats.base import StreamMachine, TextFormatParser
+from tooluse.formats.base import ArgumentsWriter, StreamMachine, TextFormatParser
 from tooluse.formats.lexer import MarkerSet
-from tooluse.formats.literals import LiteralSyntaxError, parse_loose_value
+from tooluse.formats.literals import LiteralSyntaxError, parse_loose_value, parse_member
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = ["FunctionGemmaParser", "Gemma4Parser"]
 
 _CALL = re.compile(r"\s*call:([A-Za-z0-9_.\-]{1,128})\s*(\{.*\})?\s*", re.DOTALL)
+_HEADER = re.compile(r"\s*call:([A-Za-z0-9_.\-]{1,128})\s*\{")
+_MAX_HEADER = 256
+_STRUCTURE = re.compile(r"[{}\[\],]")
+
+
+class _MemberSplitter:
+    """Splits the argument object of a call, as it streams, into ``key:value`` members: commas
+    at the object's own level separate them (strings arrive already encoded, never split)."""
+
+    def __init__(self) -> None:
+        self.depth = 1
+        self.pieces: list[str] = []
+        self.members: list[str] = []  # completed members, taken by the machine
+
+    def code(self, text: str) -> None:
+        start = 0
+        for match in _STRUCTURE.finditer(text):
+            if self.depth == 0:
+                return
+            char = match.group()
+            if char in "{[":
+                self.depth += 1
+            elif char in "}]":
+                self.depth -= 1
+                if self.depth == 0:
+                    self._end(text[start : match.start()])
+            elif self.depth == 1:
+                self._end(text[start : match.start()])
+                start = match.end()
+        if self.depth > 0:
+            self.pieces.append(text[start:])
+
+    def string(self, encoded: str) -> None:
+        if self.depth > 0:
+            self.pieces.append(encoded)
+
+    def _end(self, last: str) -> None:
+        self.pieces.append(last)
+        member = "".join(self.pieces).strip()
+        self.pieces = []
+        if member:
+            self.members.append(member)
 
 
 class _CallObjectMachine(StreamMachine):
@@ -40,33 +82,46 @@ class _CallObjectMachine(StreamMachine):
         self._string_markers = MarkerSet([self.quote])
         self._state = "text"
         self._parts: list[str] = []  # body pieces: code, then strings as JSON text
+        # the call being read, started once "call:NAME{" arrived, and its argument members
+        self._started: tuple[tuple[int, str, ArgumentsWriter], str] | None = None
+        self._splitter: _MemberSplitter | None = None
+        self._header: list[str] | None = None  # code read while the header is incomplete
 
     def _step(self) -> bool:
         if self._state == "text":
-            found = self._text_markers.find(self._buf, self._pos, self._final)
-            self._emit_text(self._buf[self._pos : found.text_end])
-            self._pos = found.text_end
-            if found.marker is None:
+            marker = self._text_until(self._text_markers)
+            if marker is None:
                 return False
-            self._pos = found.marker_end
-            if found.marker == self.call_open:
+            if marker == self.call_open:
                 self._state = "body"
                 self._parts = []
+                self._header = []
                 self._raw: list[str] = [self.call_open]
             else:
                 self._enter_reasoning()
             return True
         if self._state == "body":
-            got = self._collect_until(self._body_markers)
-            if got is None:
-                return False
-            code, marker = got
-            self._parts.append(code)
-            self._raw.append(code + (marker or ""))
-            if marker == self.quote:
+            # code is released as it arrives (not gathered up to the next marker) so that
+            # each argument streams as soon as the comma after it is read
+            found = self._body_markers.find(self._buf, self._pos, self._final)
+            code = self._buf[self._pos : found.text_end]
+            self._pos = found.text_end
+            if code:
+                self._stream_code(code)
+                self._parts.append(code)
+                self._raw.append(code)
+            if found.marker is None:
+                if self._final:
+                    self._end_body(cut=True)
+                    return True
+                return bool(code)
+            self._pos = found.marker_end
+            self._raw.append(found.marker)
+            if found.marker == self.quote:
+                self._header = None  # a string before "call:NAME{": not a streamable call
                 self._state = "string"
                 return True
-            self._end_body(cut=marker is None)
+            self._end_body(cut=False)
             return True
         got = self._collect_until(self._string_markers)  # "string": up to the closing quote
         if got is None:
@@ -74,37 +129,84 @@ class _CallObjectMachine(StreamMachine):
         text, marker = got
         self._raw.append(text + (marker or ""))
         self._parts.append(json.dumps(text, ensure_ascii=False))
+        if self._splitter is not None:
+            self._splitter.string(self._parts[-1])
         if marker is None:
             self._end_body(cut=True)
         else:
             self._state = "body"
         return True
 
+    def _stream_code(self, code: str) -> None:
+        """Start the call as soon as its header is read, then send each completed member."""
+        if self._header is not None:
+            self._header.append(code)
+            head = "".join(self._header)
+            header = _HEADER.match(head)
+            if header is None:
+                if len(head) > _MAX_HEADER:  # not a header: the call is read whole at its end
+                    self._header = None
+                return
+            self._header = None
+            self._started = (self._begin_streamed_call(header.group(1)), header.group(1))
+            self._splitter = _MemberSplitter()
+            code = head[header.end() :]
+        if self._splitter is None or self._started is None:
+            return
+        self._splitter.code(code)
+        for member in self._splitter.members:
+            try:
+                key, value = parse_member(member, ":")
+            except LiteralSyntaxError:
+                continue  # the final arguments fill it in when the call ends
+            self._started[0][2].member(key, value)
+        self._splitter.members = []
+
     def _end_body(self, *, cut: bool) -> None:
         self._state = "text"
+        started, self._started, self._splitter = self._started, None, None
         raw = "".join(self._raw)
         code = "".join(self._parts)
         match = _CALL.fullmatch(code)
         if match is None:
-            self._error("function call is not 'call:NAME{...}'", raw)
+            shape = "function call is not 'call:NAME{...}'"
+            if started is None:
+                self._error(shape, raw)
+            else:
+                header = _HEADER.match(code)
+                start = header.end() - 1 if header else 0
+                self._end_call(started, None, raw_arguments=code[start:], raw=raw, problem=shape)
             return
         name, body = match.group(1), match.group(2)
         problem = "function call was cut off before its end marker" if cut else None
         if body is None:
-            self._whole_call(name, {}, raw=raw, problem=problem)
+            self._end_call(started or name, {}, raw=raw, problem=problem)
             return
         try:
             arguments = parse_loose_value(body)
         except LiteralSyntaxError as exc:
-            self._whole_call(
-                name,
+            self._end_call(
+                started or name,
                 None,
                 raw_arguments=body,
                 raw=raw,
                 problem=problem or f"arguments of {name!r} cannot be read: {exc}",
             )
             return
-        self._whole_call(name, arguments, raw=raw, problem=problem)
+        self._end_call(started or name, arguments, raw=raw, problem=problem)
+
+    def _end_call(
+        self,
+        call: tuple[tuple[int, str, ArgumentsWriter], str] | str,
+        arguments: Any,
+        **details: Any,
+    ) -> None:
+        """Finish the streamed call, or emit a call whose header came in one piece with its
+        end (``call`` is then just the name)."""
+        if isinstance(call, str):
+            self._whole_call(call, arguments, **details)
+        else:
+            self._end_streamed_call(call[0], call[1], arguments, **details)
 
     def _finish(self) -> None:
         if self._state in ("body", "string"):

@@ -47,17 +47,14 @@ class _HarmonyMachine(JsonCallMachine):
     def _step(self) -> bool:
         state = self._state
         if state == "outside":
-            found = self._outside.find(self._buf, self._pos, self._final)
-            self._emit_text(self._buf[self._pos : found.text_end])
-            self._pos = found.text_end
-            if found.marker is None:
+            marker = self._text_until(self._outside)
+            if marker is None:
                 return False
-            self._pos = found.marker_end
-            if found.marker == MESSAGE:
+            if marker == MESSAGE:
                 self._channel = "final"
                 self._state = "content"
             else:
-                self._header_prefix = found.marker
+                self._header_prefix = marker
                 self._state = "header"
             return True
         if state == "header":

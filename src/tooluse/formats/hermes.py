@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from tooluse.formats.base import TextFormatParser
+from tooluse.formats.base import TextFormatParser, tools_json_lines
 from tooluse.formats.json_calls import JsonCallMachine
 from tooluse.formats.lexer import MarkerSet
 from tooluse.tools.definition import ToolDefinition
@@ -46,14 +46,11 @@ class HermesMachine(JsonCallMachine):
 
     def _step(self) -> bool:
         if self._state == "text":
-            found = self._text_markers.find(self._buf, self._pos, self._final)
-            self._emit_text(self._buf[self._pos : found.text_end])
-            self._pos = found.text_end
-            if found.marker is None:
+            marker = self._text_until(self._text_markers)
+            if marker is None:
                 return False
-            self._pos = found.marker_end
-            if found.marker == self.open_marker:
-                self._open_calls(found.marker, self._terminators)
+            if marker == self.open_marker:
+                self._open_calls(marker, self._terminators)
                 self._state = "body"
             else:
                 self._enter_reasoning()
@@ -95,7 +92,8 @@ def hermes_tools_prompt(tools: Sequence[ToolDefinition]) -> str:
         "You are provided with function signatures within <tools></tools> XML tags:",
         "<tools>",
     ]
-    lines += [json.dumps(t.to_openai_schema(), ensure_ascii=False) for t in tools]
+    if tools:
+        lines.append(tools_json_lines(tools))
     lines += [
         "</tools>",
         "",

@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from tooluse.formats.base import TextFormatParser
+from tooluse.formats.base import TextFormatParser, tools_json_lines
 from tooluse.formats.json_calls import JsonCallMachine
 from tooluse.formats.lexer import MarkerSet
 from tooluse.formats.literals import LiteralSyntaxError, parse_python_calls
@@ -38,12 +38,6 @@ _WS = re.compile(r"[ \t\r\n]*")
 _WS_ANY = re.compile(r"\s+")
 _MAX_WAIT_WS = 64
 _NAME = re.compile(r"[A-Za-z0-9_.\-:/]{1,128}")
-
-
-def _tools_json(tools: Sequence[ToolDefinition], indent: int | None = None) -> str:
-    return "\n".join(
-        json.dumps(t.to_openai_schema(), ensure_ascii=False, indent=indent) for t in tools
-    )
 
 
 class _JsonFormatMachine(JsonCallMachine):
@@ -113,12 +107,9 @@ class _LlamaMachine(_JsonFormatMachine):
                 self._state = "text"
             return True
         if state == "text":
-            found = self._text_markers.find(self._buf, self._pos, self._final)
-            self._emit_text(self._buf[self._pos : found.text_end])
-            self._pos = found.text_end
-            if found.marker is None:
+            marker = self._text_until(self._text_markers)
+            if marker is None:
                 return False
-            self._pos = found.marker_end
             self._state = "tag"
             return True
         if state == "tag":
@@ -194,7 +185,7 @@ class Llama3JsonParser(TextFormatParser):
             "Given the following functions, please respond with a JSON for a function call with "
             "its proper arguments that best answers the given prompt.\n\n"
             'Respond in the format {"name": function name, "parameters": dictionary of argument '
-            "name and its value}. Do not use variables.\n\n" + _tools_json(tools, indent=4)
+            "name and its value}. Do not use variables.\n\n" + tools_json_lines(tools, indent=4)
         )
 
 
@@ -209,13 +200,10 @@ class _MistralMachine(_JsonFormatMachine):
         self._terminators = MarkerSet(["[TOOL_CALLS]", "</s>"])
 
     def _text_step(self) -> bool:
-        found = self._text_markers.find(self._buf, self._pos, self._final)
-        self._emit_text(self._buf[self._pos : found.text_end])
-        self._pos = found.text_end
-        if found.marker is None:
+        marker = self._text_until(self._text_markers)
+        if marker is None:
             return False
-        self._pos = found.marker_end
-        if found.marker == "[THINK]":
+        if marker == "[THINK]":
             self._enter_reasoning()
         else:
             self._calls_started()
@@ -489,12 +477,9 @@ class _FunctionTagMachine(_JsonFormatMachine):
     def _step(self) -> bool:
         state = self._state
         if state == "text":
-            found = self._text_markers.find(self._buf, self._pos, self._final)
-            self._emit_text(self._buf[self._pos : found.text_end])
-            self._pos = found.text_end
-            if found.marker is None:
+            marker = self._text_until(self._text_markers)
+            if marker is None:
                 return False
-            self._pos = found.marker_end
             self._state = "name"
             return True
         if state == "name":

@@ -19,6 +19,7 @@ __all__ = [
     "LiteralSyntaxError",
     "decode_arguments",
     "parse_loose_value",
+    "parse_member",
     "parse_python_calls",
 ]
 
@@ -68,6 +69,26 @@ def parse_loose_value(text: str) -> Any:
     value = reader.value(0)
     reader.expect_end()
     return value
+
+
+def parse_member(text: str, separator: str) -> tuple[str, Any]:
+    """One ``key=value`` (``separator="="``, Python keyword argument) or ``key:value``
+    (``separator=":"``, object member) written as the tolerant reader reads it."""
+    reader = _Reader(text)
+    tok = reader._token()
+    if tok is None:
+        raise reader.error("expected a key")
+    kind, token, _ = tok
+    if kind == "name" or (kind == "num" and separator == ":"):
+        key = token
+    elif kind in ("dq", "sq") and separator == ":":
+        key = _decode_string(token)
+    else:
+        raise reader.error(f"expected a key, got {token!r}")
+    reader.take(separator)
+    value = reader.value(1)
+    reader.expect_end()
+    return key, value
 
 
 def parse_python_calls(text: str) -> list[tuple[str, dict[str, Any]]]:

@@ -1,22 +1,22 @@
 """Python-call formats: pythonic lists (Llama 3.2 / 4, BFCL prompting) and Gemma ``tool_code``.
 
 - Pythonic: ``[get_weather(city="Paris"), today()]`` as the whole start of the turn, or inside
-  Llama 4's ``<|python_start|>..<|python_end|>``. Each call is emitted as soon as its closing
-  parenthesis arrives; values may be Python or JSON literals.
+  Llama 4's ``<|python_start|>..<|python_end|>``. A call starts as soon as ``name(`` arrives,
+  its keyword arguments stream one by one (as JSON) and it finishes at its closing parenthesis;
+  values may be Python or JSON literals.
 - Gemma 3 ``tool_code``: a fenced block ```` ```tool_code\\nget_weather(city="Paris")\\n``` ````
   holding one or more calls (``print(...)`` around a call is accepted).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from tooluse.formats.base import StreamMachine, TextFormatParser
+from tooluse.formats.base import ArgumentsWriter, StreamMachine, TextFormatParser, tools_json_lines
 from tooluse.formats.lexer import MarkerSet
-from tooluse.formats.literals import LiteralSyntaxError, parse_python_calls
+from tooluse.formats.literals import LiteralSyntaxError, parse_member, parse_python_calls
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
@@ -35,8 +35,16 @@ _STOP = re.compile(r"""["'\\]""")
 _MAX_LOOKAHEAD = 256
 
 
+_CALL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+
 class _ListScanner:
-    """Walks a Python list of calls: depth, quotes and escapes; collects each element's text."""
+    """Walks a Python list of calls: depth, quotes and escapes; collects each element's text.
+
+    Besides whole elements it reports the pieces that let a call stream: ``("open", name)`` when
+    ``name(`` opens an element, ``("member", text)`` for each keyword argument of that call, and
+    ``("element", text)`` when the element ends. The machine takes ``events`` after each scan.
+    """
 
     def __init__(self) -> None:
         self.depth = 0
@@ -45,11 +53,14 @@ class _ListScanner:
         self.done = False
         self.element: list[str] = []
         self.el_start = 0
-        self.finished: list[str] = []  # completed elements, taken by the machine
+        self.in_call = False  # depth 2 was opened by the '(' of a streamable call
+        self.member: list[str] = []
+        self.mem_start = 0
+        self.events: list[tuple[str, str]] = []  # taken by the machine
 
     def scan(self, text: str, i: int) -> int:
         n = len(text)
-        self.el_start = i
+        self.el_start = self.mem_start = i
         while i < n:
             if self.quote:
                 if self.escape:
@@ -79,25 +90,51 @@ class _ListScanner:
                 self.depth += 1
                 if self.depth == 1:
                     self.el_start = i + 1
+                elif self.depth == 2 and c == "(":
+                    self._open_call(text, i)
             elif c in ")]}":
                 self.depth -= 1
-                if self.depth == 0:  # the list closed
+                if self.depth == 1 and self.in_call:
+                    self._end_member(text, i)
+                    self.in_call = False
+                elif self.depth == 0:  # the list closed
                     self._end_element(text, i)
                     self.done = True
                     return i + 1
             elif c == "," and self.depth == 1:
                 self._end_element(text, i)
                 self.el_start = i + 1
+            elif c == "," and self.depth == 2 and self.in_call:
+                self._end_member(text, i)
             i += 1
         if self.depth >= 1:
             self.element.append(text[self.el_start : i])
+        if self.in_call:
+            self.member.append(text[self.mem_start : i])
         return i
+
+    def _open_call(self, text: str, i: int) -> None:
+        name = ("".join(self.element) + text[self.el_start : i]).strip()
+        # print(...) wraps the real call (Gemma style), so its name is not the call's name
+        if _CALL_NAME.fullmatch(name) and name != "print":
+            self.events.append(("open", name))
+            self.in_call = True
+            self.member = []
+            self.mem_start = i + 1
+
+    def _end_member(self, text: str, i: int) -> None:
+        self.member.append(text[self.mem_start : i])
+        piece = "".join(self.member).strip()
+        if piece:
+            self.events.append(("member", piece))
+        self.member = []
+        self.mem_start = i + 1
 
     def _end_element(self, text: str, i: int) -> None:
         self.element.append(text[self.el_start : i])
         piece = "".join(self.element).strip()
         if piece:
-            self.finished.append(piece)
+            self.events.append(("element", piece))
         self.element = []
 
 
@@ -114,6 +151,8 @@ class _PythonicMachine(StreamMachine):
         self._py_end = MarkerSet([self.block_close])
         self._scanner: _ListScanner | None = None
         self._block_prefix = ""
+        # the call of the current list element, started as soon as its name was read
+        self._pending: tuple[tuple[int, str, ArgumentsWriter], str] | None = None
 
     def _step(self) -> bool:
         state = self._state
@@ -127,13 +166,10 @@ class _PythonicMachine(StreamMachine):
                 self._state = "text"
             return True
         if state == "text":
-            found = self._text_markers.find(self._buf, self._pos, self._final)
-            self._emit_text(self._buf[self._pos : found.text_end])
-            self._pos = found.text_end
-            if found.marker is None:
+            marker = self._text_until(self._text_markers)
+            if marker is None:
                 return False
-            self._pos = found.marker_end
-            if found.marker == self.block_open:
+            if marker == self.block_open:
                 self._state = "block"
             else:
                 self._enter_reasoning()
@@ -204,9 +240,14 @@ class _PythonicMachine(StreamMachine):
             return False
         self._pos = scanner.scan(self._buf, self._pos)
         self._list_raw.append(self._buf[start : self._pos])
-        for element in scanner.finished:
-            self._emit_calls(element, element)
-        scanner.finished = []
+        for kind, piece in scanner.events:
+            if kind == "open":
+                self._pending = (self._begin_streamed_call(piece), piece)
+            elif kind == "member":
+                self._stream_member(piece)
+            else:
+                self._emit_calls(piece, piece)
+        scanner.events = []
         if scanner.done:
             self._scanner = None
             self._state = "after"
@@ -225,24 +266,61 @@ class _PythonicMachine(StreamMachine):
         raw = self._block_prefix + "".join(self._list_raw)
         self._error("list of tool calls was cut off before ']'", raw)
         self._state = "text"
-        if rest:
-            try:  # a last call complete up to its ')' is still usable
-                calls = parse_python_calls(rest)
-            except LiteralSyntaxError:
-                return
-            for name, arguments in calls:
-                self._whole_call(name, arguments, raw=rest)
+        if not rest:
+            return
+        try:  # a last call complete up to its ')' is still usable
+            calls = parse_python_calls(rest)
+        except LiteralSyntaxError as exc:
+            self._fail_pending(rest, f"tool call was cut off: {exc}")
+            return
+        self._finish_calls(calls, rest)
+
+    def _stream_member(self, text: str) -> None:
+        if self._pending is None:
+            return
+        try:
+            key, value = parse_member(text, "=")
+        except LiteralSyntaxError:
+            return  # the final arguments fill it in when the call closes
+        self._pending[0][2].member(key, value)
 
     def _emit_calls(self, code: str, raw: str) -> None:
         try:
             calls = parse_python_calls(code.strip())
         except LiteralSyntaxError as exc:
-            self._error(f"not a Python function call: {exc}", raw)
+            if not self._fail_pending(code, f"not a Python function call: {exc}", raw):
+                self._error(f"not a Python function call: {exc}", raw)
             return
         if not calls:
             self._error("empty tool call block", raw)
+        self._finish_calls(calls, raw)
+
+    def _finish_calls(self, calls: list[tuple[str, dict[str, Any]]], raw: str) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            started, name = pending
+            if calls and calls[0][0] == name:
+                self._end_streamed_call(started, name, calls[0][1], raw=raw)
+                calls = calls[1:]
+            else:
+                self._end_streamed_call(
+                    started, name, None, raw_arguments=raw, raw=raw, problem="not a tool call"
+                )
         for name, arguments in calls:
             self._whole_call(name, arguments, raw=raw)
+
+    def _fail_pending(self, code: str, problem: str, raw: str = "") -> bool:
+        """Finish the started call of an element that cannot be read, keeping its text."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return False
+        started, name = pending
+        code = code.strip()
+        args = code[code.find("(") + 1 :] if "(" in code else code
+        self._end_streamed_call(
+            started, name, None, raw_arguments=args, raw=raw or code, problem=problem
+        )
+        return True
 
     def _finish(self) -> None:
         if self._scanner is not None:
@@ -251,7 +329,7 @@ class _PythonicMachine(StreamMachine):
 
 def pythonic_tools_prompt(tools: Sequence[ToolDefinition]) -> str:
     """A prompt section asking for calls as a Python list (Llama 3.2 / 4 and BFCL style)."""
-    schemas = "\n".join(json.dumps(t.to_openai_schema(), ensure_ascii=False) for t in tools)
+    schemas = tools_json_lines(tools)
     return (
         "You are an expert in composing functions. You are given a question and a set of "
         "possible functions. Based on the question, you will need to make one or more function "
@@ -312,12 +390,9 @@ class _ToolCodeMachine(StreamMachine):
 
     def _step(self) -> bool:
         if not self._in_block:
-            found = self._open.find(self._buf, self._pos, self._final)
-            self._emit_text(self._buf[self._pos : found.text_end])
-            self._pos = found.text_end
-            if found.marker is None:
+            marker = self._text_until(self._open)
+            if marker is None:
                 return False
-            self._pos = found.marker_end
             self._in_block = True
             return True
         got = self._collect_until(self._close)
@@ -347,7 +422,7 @@ class GemmaToolCodeParser(TextFormatParser):
     machine = _ToolCodeMachine
 
     def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
-        schemas = "\n".join(json.dumps(t.to_openai_schema(), ensure_ascii=False) for t in tools)
+        schemas = tools_json_lines(tools)
         return (
             "You have access to functions. If you decide to invoke any of the function(s), write "
             "the call as Python in a block that starts with ```tool_code and ends with ```, for "

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from tooluse.formats.base import StreamMachine, TextFormatParser
+from tooluse.formats.base import StreamMachine, TextFormatParser, tools_json_lines
 from tooluse.formats.lexer import MarkerSet
 from tooluse.formats.literals import LiteralSyntaxError, decode_arguments
 from tooluse.tools.definition import ToolDefinition
@@ -94,16 +94,13 @@ class _Qwen3CoderMachine(StreamMachine):
         return result
 
     def _st_text(self) -> bool:
-        found = self._text_markers.find(self._buf, self._pos, self._final)
-        self._emit_text(self._buf[self._pos : found.text_end])
-        self._pos = found.text_end
-        if found.marker is None:
+        marker = self._text_until(self._text_markers)
+        if marker is None:
             return False
-        self._pos = found.marker_end
-        if found.marker == self.call_open:
+        if marker == self.call_open:
             self._raw = [self.call_open]
             self._state = "call"
-        elif found.marker == self.fn_open:
+        elif marker == self.fn_open:
             self._raw = [self.fn_open]
             self._state = "fname"
         else:
@@ -501,7 +498,7 @@ class GlmParser(Qwen3CoderParser):
     machine = _GlmMachine
 
     def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
-        schemas = "\n".join(json.dumps(t.to_openai_schema(), ensure_ascii=False) for t in tools)
+        schemas = tools_json_lines(tools)
         return (
             "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
             "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"

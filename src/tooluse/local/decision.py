@@ -47,6 +47,7 @@ __all__ = [
     "YesNoDecider",
     "default_decider",
     "latest_request",
+    "rank_tools",
 ]
 
 
@@ -220,16 +221,38 @@ class RelevanceDecider(ScoringDecider):
     def score(
         self, backend: LlamaCppBackend, request: str, tools: Sequence[ToolDefinition]
     ) -> float:
-        loop = backend.scoring_loop()
-        text = " ".join(request.split())[-MAX_REQUEST_CHARS:]
-        base = loop.continuation_logprob(self.NO_TOOL_PREFIX, text)
-        return max(
+        return rank_tools(backend, request, tools)[0][0]
+
+
+def rank_tools(
+    backend: LlamaCppBackend, request: str, tools: Sequence[ToolDefinition]
+) -> list[tuple[float, ToolDefinition]]:
+    """Tools ordered by relevance to ``request`` (best first), with their scores.
+
+    The score is log P(request | tool description) - log P(request | "needs no tool"). The last
+    ranking is remembered, so the auto decision and the narrowing of the call that follows it
+    score the request once.
+    """
+    key = (request, tuple((t.name, t.description) for t in tools))
+    cached = getattr(backend, "_last_tool_ranking", None)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    loop = backend.scoring_loop()
+    text = " ".join(request.split())[-MAX_REQUEST_CHARS:]
+    base = loop.continuation_logprob(RelevanceDecider.NO_TOOL_PREFIX, text)
+    scored = [
+        (
             loop.continuation_logprob(
                 f"A request for the tool {tool.name} ({tool.description}): ", text
             )
-            - base
-            for tool in tools
+            - base,
+            tool,
         )
+        for tool in tools
+    ]
+    ranking = sorted(scored, key=lambda pair: -pair[0])
+    backend._last_tool_ranking = (key, ranking)
+    return ranking
 
 
 class AnyDecider:

@@ -139,7 +139,7 @@ class TokenLoop:
             size = self._llama_cpp.llama_token_to_piece(
                 self.llm._model.vocab, token, self._piece_buffer, len(self._piece_buffer), 0, False
             )
-            cached = bytes(self._piece_buffer[: max(size, 0)])
+            cached = self._piece_buffer.raw[: max(size, 0)]
             self._pieces[token] = cached
         return cached
 

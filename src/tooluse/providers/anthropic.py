@@ -24,16 +24,16 @@ from tooluse.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from tooluse.messages import ChatMessage, ProviderState, ReasoningPart, TextPart, Usage
+from tooluse.messages import ChatMessage, ProviderState, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.call_ids import CallIdMapper, wire_tool_name
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
     ResultBatch,
+    encode_assistant_parts,
     group_turns,
     log,
     normalize_tool_choice,
-    replayable,
     system_text,
     tool_schema,
     tools_for_history,
@@ -151,25 +151,19 @@ def _result_block(result: Any, wire: str) -> dict[str, Any]:
 def _assistant_blocks(
     message: ChatMessage, wire_id: CallIdMapper, model: str
 ) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    for part in message.ordered_parts():
-        if isinstance(part, ReasoningPart):
-            state = replayable(part.state, PROVIDER, model)
-            if state is not None:
-                blocks.append(dict(state.data))
-        elif isinstance(part, TextPart):
-            if part.text:
-                blocks.append({"type": "text", "text": part.text})
-        else:
-            blocks.append(
-                {
-                    "type": "tool_use",
-                    "id": wire_id(part.id),
-                    "name": wire_tool_name(part.name),
-                    "input": part.arguments,
-                }
-            )
-    return blocks
+    return encode_assistant_parts(
+        message,
+        PROVIDER,
+        model,
+        reasoning=lambda state: dict(state.data),
+        text=lambda text: {"type": "text", "text": text},
+        call=lambda call: {
+            "type": "tool_use",
+            "id": wire_id(call.id),
+            "name": wire_tool_name(call.name),
+            "input": call.arguments,
+        },
+    )
 
 
 def _usage(data: dict[str, Any] | None) -> Usage:

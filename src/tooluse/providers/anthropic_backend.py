@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
-from tooluse.errors import BackendError
-from tooluse.messages import ChatMessage
 from tooluse.providers import anthropic
-from tooluse.providers.base import GenerationResult, ModelCapabilities, SamplingParams, ToolChoice
-from tooluse.providers.http_backend import HTTPBackend, StreamAssembler
-from tooluse.providers.http_transport import HTTPTransport, RetryPolicy
-from tooluse.tools.definition import ToolDefinition
+from tooluse.providers.base import ModelCapabilities
+from tooluse.providers.http_backend import HTTPBackend, StreamAssembler, api_key_from_env
+from tooluse.providers.http_transport import RetryPolicy
 
 __all__ = ["AnthropicBackend"]
 
@@ -31,6 +27,7 @@ class AnthropicBackend(HTTPBackend):
     """
 
     provider = anthropic.PROVIDER
+    wire = anthropic
 
     def __init__(
         self,
@@ -46,57 +43,38 @@ class AnthropicBackend(HTTPBackend):
         capabilities: ModelCapabilities | None = None,
         strict_tools: bool = False,
     ) -> None:
-        self.strict_tools = strict_tools
         base = base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_URL
-        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
-        if not key and base.rstrip("/") == ANTHROPIC_URL:
-            raise BackendError(
-                "AnthropicBackend needs an API key: set ANTHROPIC_API_KEY or pass api_key="
-            )
+        key = api_key_from_env(
+            api_key,
+            ["ANTHROPIC_API_KEY"],
+            backend="AnthropicBackend",
+            base_url=base,
+            home_url=ANTHROPIC_URL,
+        )
         all_headers = {"anthropic-version": API_VERSION, **(headers or {})}
         if key:
             all_headers["x-api-key"] = key
-        self.model = model
         self.forced_choice_supported = forced_choice_supported
-        self._capabilities = capabilities or ModelCapabilities(
-            supports_tool_choice_required=forced_choice_supported,
-            supports_named_tool_choice=forced_choice_supported,
-        )
-        self.transport = HTTPTransport(
+        self._setup(
+            model,
             base,
-            headers=all_headers,
+            all_headers,
             timeout=timeout,
-            retry=retry or RetryPolicy(max_retries=max_retries),
+            retry=retry,
+            max_retries=max_retries,
+            capabilities=capabilities,
+            default_capabilities=ModelCapabilities(
+                supports_tool_choice_required=forced_choice_supported,
+                supports_named_tool_choice=forced_choice_supported,
+            ),
+            strict_tools=strict_tools,
         )
 
-    @property
-    def capabilities(self) -> ModelCapabilities:
-        return self._capabilities
+    def request_path(self, *, stream: bool) -> str:
+        return "v1/messages"
 
-    def build_request(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolDefinition],
-        params: SamplingParams | None,
-        tool_choice: ToolChoice,
-        *,
-        stream: bool,
-    ) -> tuple[str, dict[str, Any]]:
-        body = anthropic.encode_request(
-            messages,
-            tools,
-            params,
-            tool_choice,
-            model=self.model,
-            forced_choice_supported=self.forced_choice_supported,
-            strict=self.strict_tools,
-        )
-        if stream:
-            body["stream"] = True
-        return "v1/messages", body
-
-    def decode(self, body: dict[str, Any]) -> GenerationResult:
-        return anthropic.decode_response(body, model=self.model)
+    def encode_options(self) -> dict[str, Any]:
+        return {"forced_choice_supported": self.forced_choice_supported}
 
     def assembler(self) -> StreamAssembler:
         return anthropic.AnthropicStreamAssembler(model=self.model)

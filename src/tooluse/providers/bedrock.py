@@ -26,17 +26,17 @@ from tooluse.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from tooluse.messages import ChatMessage, ProviderState, ReasoningPart, TextPart, ToolResult, Usage
+from tooluse.messages import ChatMessage, ProviderState, ToolResult, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.call_ids import CallIdMapper, wire_tool_name
 from tooluse.providers.openai_chat import result_text
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
     ResultBatch,
+    encode_assistant_parts,
     group_turns,
     log,
     normalize_tool_choice,
-    replayable,
     system_text,
     tool_schema,
     tools_for_history,
@@ -166,26 +166,20 @@ def _result_block(result: ToolResult, wire: str, error_status: bool) -> dict[str
 def _assistant_blocks(
     message: ChatMessage, wire_id: CallIdMapper, model: str
 ) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    for part in message.ordered_parts():
-        if isinstance(part, ReasoningPart):
-            state = replayable(part.state, PROVIDER, model)
-            if state is not None:
-                blocks.append({"reasoningContent": dict(state.data)})
-        elif isinstance(part, TextPart):
-            if part.text:
-                blocks.append({"text": part.text})
-        else:
-            blocks.append(
-                {
-                    "toolUse": {
-                        "toolUseId": wire_id(part.id),
-                        "name": wire_tool_name(part.name),
-                        "input": part.arguments,
-                    }
-                }
-            )
-    return blocks
+    return encode_assistant_parts(
+        message,
+        PROVIDER,
+        model,
+        reasoning=lambda state: {"reasoningContent": dict(state.data)},
+        text=lambda text: {"text": text},
+        call=lambda call: {
+            "toolUse": {
+                "toolUseId": wire_id(call.id),
+                "name": wire_tool_name(call.name),
+                "input": call.arguments,
+            }
+        },
+    )
 
 
 def _usage(data: dict[str, Any] | None) -> Usage:

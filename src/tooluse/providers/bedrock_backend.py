@@ -8,18 +8,16 @@ Streaming reads the AWS event-stream framing (also from the ``bedrock`` extra).
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-from tooluse.messages import ChatMessage
 from tooluse.providers import bedrock
-from tooluse.providers.base import GenerationResult, ModelCapabilities, SamplingParams, ToolChoice
+from tooluse.providers.base import ModelCapabilities
 from tooluse.providers.http_backend import HTTPBackend, StreamAssembler
-from tooluse.providers.http_transport import HTTPTransport, RetryPolicy
-from tooluse.tools.definition import ToolDefinition
+from tooluse.providers.http_transport import RetryPolicy
 
 __all__ = ["BedrockBackend"]
 
@@ -31,6 +29,7 @@ class BedrockBackend(HTTPBackend):
     """
 
     provider = bedrock.PROVIDER
+    wire = bedrock
 
     def __init__(
         self,
@@ -49,8 +48,6 @@ class BedrockBackend(HTTPBackend):
         capabilities: ModelCapabilities | None = None,
         strict_tools: bool = False,
     ) -> None:
-        self.strict_tools = strict_tools
-        self.model = model
         self.region = (
             region
             or os.environ.get("AWS_REGION")
@@ -74,40 +71,29 @@ class BedrockBackend(HTTPBackend):
                 profile=profile,
             )
         claude_or_nova = bedrock.supports_named_choice(model)
-        self._capabilities = capabilities or ModelCapabilities(
-            supports_tool_choice_none=False,
-            supports_named_tool_choice=claude_or_nova,
-            supports_error_results=claude_or_nova,
-        )
-        self.transport = HTTPTransport(
+        self._setup(
+            model,
             base,
-            headers=headers,
+            headers,
             timeout=timeout,
-            retry=retry or RetryPolicy(max_retries=max_retries),
+            retry=retry,
+            max_retries=max_retries,
+            capabilities=capabilities,
+            default_capabilities=ModelCapabilities(
+                supports_tool_choice_none=False,
+                supports_named_tool_choice=claude_or_nova,
+                supports_error_results=claude_or_nova,
+            ),
+            strict_tools=strict_tools,
             signer=signer,
         )
 
-    @property
-    def capabilities(self) -> ModelCapabilities:
-        return self._capabilities
-
-    def build_request(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolDefinition],
-        params: SamplingParams | None,
-        tool_choice: ToolChoice,
-        *,
-        stream: bool,
-    ) -> tuple[str, dict[str, Any]]:
-        body = bedrock.encode_request(
-            messages, tools, params, tool_choice, strict=self.strict_tools, model=self.model
-        )
+    def request_path(self, *, stream: bool) -> str:
         action = "converse-stream" if stream else "converse"
-        return f"model/{quote(self.model, safe='')}/{action}", body
+        return f"model/{quote(self.model, safe='')}/{action}"
 
-    def decode(self, body: dict[str, Any]) -> GenerationResult:
-        return bedrock.decode_response(body, model=self.model)
+    def stream_fields(self) -> dict[str, Any]:
+        return {}  # streaming is chosen by the URL
 
     def assembler(self) -> StreamAssembler:
         return bedrock.BedrockStreamAssembler(model=self.model)

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-from tooluse.errors import BackendError
-from tooluse.messages import ChatMessage
 from tooluse.providers import gemini
-from tooluse.providers.base import GenerationResult, ModelCapabilities, SamplingParams, ToolChoice
-from tooluse.providers.http_backend import HTTPBackend, StreamAssembler
-from tooluse.providers.http_transport import HTTPTransport, RetryPolicy
-from tooluse.tools.definition import ToolDefinition
+from tooluse.providers.base import ModelCapabilities
+from tooluse.providers.http_backend import HTTPBackend, StreamAssembler, api_key_from_env
+from tooluse.providers.http_transport import RetryPolicy
 
 __all__ = ["GeminiBackend"]
 
@@ -26,6 +22,7 @@ class GeminiBackend(HTTPBackend):
     """A Gemini model. ``api_key`` defaults to ``$GEMINI_API_KEY`` or ``$GOOGLE_API_KEY``."""
 
     provider = gemini.PROVIDER
+    wire = gemini
 
     def __init__(
         self,
@@ -40,51 +37,38 @@ class GeminiBackend(HTTPBackend):
         capabilities: ModelCapabilities | None = None,
         strict_tools: bool = False,
     ) -> None:
-        self.strict_tools = strict_tools
         base = base_url or os.environ.get("GEMINI_BASE_URL") or GEMINI_URL
-        key = api_key
-        if key is None:
-            key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
-        if not key and base.rstrip("/") == GEMINI_URL:
-            raise BackendError(
-                "GeminiBackend needs an API key: set GEMINI_API_KEY (or GOOGLE_API_KEY) or pass api_key="
-            )
+        key = api_key_from_env(
+            api_key,
+            ["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+            backend="GeminiBackend",
+            base_url=base,
+            home_url=GEMINI_URL,
+        )
         all_headers = dict(headers or {})
         if key:
             all_headers["x-goog-api-key"] = key
-        self.model = model
-        # Gemini makes parallel calls but has no switch to turn them off; errors go as
-        # {"error": ...} responses, a convention rather than a flag.
-        self._capabilities = capabilities or ModelCapabilities(supports_error_results=False)
-        self.transport = HTTPTransport(
+        self._setup(
+            model,
             base,
-            headers=all_headers,
+            all_headers,
             timeout=timeout,
-            retry=retry or RetryPolicy(max_retries=max_retries),
+            retry=retry,
+            max_retries=max_retries,
+            capabilities=capabilities,
+            # Gemini makes parallel calls but has no switch to turn them off; errors go as
+            # {"error": ...} responses, a convention rather than a flag.
+            default_capabilities=ModelCapabilities(supports_error_results=False),
+            strict_tools=strict_tools,
         )
 
-    @property
-    def capabilities(self) -> ModelCapabilities:
-        return self._capabilities
-
-    def build_request(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolDefinition],
-        params: SamplingParams | None,
-        tool_choice: ToolChoice,
-        *,
-        stream: bool,
-    ) -> tuple[str, dict[str, Any]]:
-        body = gemini.encode_request(
-            messages, tools, params, tool_choice, strict=self.strict_tools, model=self.model
-        )
+    def request_path(self, *, stream: bool) -> str:
         name = self.model if self.model.startswith("models/") else f"models/{self.model}"
         method = "streamGenerateContent?alt=sse" if stream else "generateContent"
-        return f"{quote(name, safe='/')}:{method}", body
+        return f"{quote(name, safe='/')}:{method}"
 
-    def decode(self, body: dict[str, Any]) -> GenerationResult:
-        return gemini.decode_response(body, model=self.model)
+    def stream_fields(self) -> dict[str, Any]:
+        return {}  # streaming is chosen by the URL
 
     def assembler(self) -> StreamAssembler:
         return gemini.GeminiStreamAssembler(model=self.model)

@@ -1,15 +1,18 @@
 """``HTTPBackend``: the shared sync/async/streaming core of the HTTP backends.
 
-A subclass supplies the pure pieces (request path and body, response decoder, stream assembler,
-wire-event reader); this class does the rest, so every HTTP backend offers the same calls:
-``generate_with_tools``/``agenerate_with_tools``, ``generate``/``agenerate`` and
+A subclass names its wire adapter module (``wire``: ``encode_request``/``decode_response``) and
+supplies the small provider-specific pieces (request path, stream assembler, extra encoding
+options, wire-event reader); this class does the rest, so every HTTP backend offers the same
+calls: ``generate_with_tools``/``agenerate_with_tools``, ``generate``/``agenerate`` and
 ``stream_with_tools``/``astream_with_tools`` (events, then :class:`GenerationDone`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Iterator, Sequence
+from types import ModuleType
 from typing import Any, Protocol
 
 import httpx
@@ -24,10 +27,16 @@ from tooluse.providers.base import (
     SamplingParams,
     ToolChoice,
 )
-from tooluse.providers.http_transport import HTTPTransport, aiter_sse_data, iter_sse_data
+from tooluse.providers.http_transport import (
+    HTTPTransport,
+    RequestSigner,
+    RetryPolicy,
+    aiter_sse_data,
+    iter_sse_data,
+)
 from tooluse.tools.definition import ToolDefinition
 
-__all__ = ["HTTPBackend", "StreamAssembler"]
+__all__ = ["HTTPBackend", "StreamAssembler", "api_key_from_env"]
 
 
 class StreamAssembler(Protocol):
@@ -46,18 +55,75 @@ def _json_event(data: str) -> dict[str, Any]:
     return value
 
 
+def api_key_from_env(
+    api_key: str | None, env_names: Sequence[str], *, backend: str, base_url: str, home_url: str
+) -> str | None:
+    """``api_key``, else the first set environment variable of ``env_names``. Missing is an
+    error only for the provider's own endpoint (``home_url``); other servers may need none."""
+    key = api_key
+    if key is None:
+        key = next((os.environ[name] for name in env_names if os.environ.get(name)), None)
+    if not key and base_url.rstrip("/") == home_url:
+        names = " (or ".join(env_names) + ")" * (len(env_names) - 1)
+        raise BackendError(f"{backend} needs an API key: set {names} or pass api_key=")
+    return key
+
+
 class HTTPBackend:
     """Base of the HTTP backends; see the module docstring for what subclasses provide."""
 
     provider: str = ""
     model: str = ""
+    strict_tools: bool = False
     transport: HTTPTransport
+    #: The wire adapter module: ``encode_request(messages, tools, params, tool_choice, *,
+    #: model, strict, **options)`` and ``decode_response(body, model=...)``.
+    wire: ModuleType
+    _capabilities: ModelCapabilities = ModelCapabilities()
+
+    def _setup(
+        self,
+        model: str,
+        base_url: str,
+        headers: dict[str, str],
+        *,
+        timeout: float | httpx.Timeout,
+        retry: RetryPolicy | None,
+        max_retries: int,
+        capabilities: ModelCapabilities | None,
+        default_capabilities: ModelCapabilities,
+        strict_tools: bool,
+        signer: RequestSigner | None = None,
+    ) -> None:
+        """The settings every HTTP backend takes (called by each ``__init__``)."""
+        self.model = model
+        self.strict_tools = strict_tools
+        self._capabilities = capabilities or default_capabilities
+        self.transport = HTTPTransport(
+            base_url,
+            headers=headers,
+            timeout=timeout,
+            retry=retry or RetryPolicy(max_retries=max_retries),
+            signer=signer,
+        )
 
     @property
     def capabilities(self) -> ModelCapabilities:
-        return ModelCapabilities()
+        return self._capabilities
 
     # -- pieces a subclass provides (pure) ---------------------------------------------------
+
+    def request_path(self, *, stream: bool) -> str:
+        """The URL path of a (streaming) request, relative to the base URL."""
+        raise NotImplementedError
+
+    def encode_options(self) -> dict[str, Any]:
+        """Extra keyword arguments of ``wire.encode_request`` for this backend."""
+        return {}
+
+    def stream_fields(self) -> dict[str, Any]:
+        """Body fields that ask for a streamed answer (none where the URL says it)."""
+        return {"stream": True}
 
     def build_request(
         self,
@@ -69,10 +135,22 @@ class HTTPBackend:
         stream: bool,
     ) -> tuple[str, dict[str, Any]]:
         """``(path, body)`` of the request."""
-        raise NotImplementedError
+        body: dict[str, Any] = self.wire.encode_request(
+            messages,
+            tools,
+            params,
+            tool_choice,
+            model=self.model,
+            strict=self.strict_tools,
+            **self.encode_options(),
+        )
+        if stream:
+            body.update(self.stream_fields())
+        return self.request_path(stream=stream), body
 
     def decode(self, body: dict[str, Any]) -> GenerationResult:
-        raise NotImplementedError
+        result: GenerationResult = self.wire.decode_response(body, model=self.model)
+        return result
 
     def assembler(self) -> StreamAssembler:
         raise NotImplementedError

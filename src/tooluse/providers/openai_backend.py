@@ -6,19 +6,15 @@ Speaks Chat Completions by default, or the Responses API with ``api="responses"`
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import Any, Literal
 
 import httpx
 
-from tooluse.errors import BackendError
-from tooluse.messages import ChatMessage
 from tooluse.providers import openai_chat, openai_responses
-from tooluse.providers.base import GenerationResult, ModelCapabilities, SamplingParams, ToolChoice
+from tooluse.providers.base import GenerationResult, ModelCapabilities
 from tooluse.providers.call_ids import IdStyle
-from tooluse.providers.http_backend import HTTPBackend, StreamAssembler
-from tooluse.providers.http_transport import HTTPTransport, RetryPolicy
-from tooluse.tools.definition import ToolDefinition
+from tooluse.providers.http_backend import HTTPBackend, StreamAssembler, api_key_from_env
+from tooluse.providers.http_transport import RetryPolicy
 
 __all__ = ["OpenAIBackend"]
 
@@ -52,62 +48,43 @@ class OpenAIBackend(HTTPBackend):
         capabilities: ModelCapabilities | None = None,
         strict_tools: bool = False,
     ) -> None:
-        self.strict_tools = strict_tools
         base = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        if not key and base.rstrip("/") == OPENAI_URL:
-            raise BackendError(
-                "OpenAIBackend needs an API key for api.openai.com: set OPENAI_API_KEY or pass api_key="
-            )
+        key = api_key_from_env(
+            api_key,
+            ["OPENAI_API_KEY"],
+            backend="OpenAIBackend",
+            base_url=base,
+            home_url=OPENAI_URL,
+        )
         all_headers = dict(headers or {})
         if key:
             all_headers.setdefault("authorization", f"Bearer {key}")
-        self.model = model
         self.api = api
+        self.wire = openai_responses if api == "responses" else openai_chat
         self.id_style = id_style
         self.stream_usage = stream_usage
-        self._capabilities = capabilities or ModelCapabilities(supports_error_results=False)
-        self.transport = HTTPTransport(
+        self._setup(
+            model,
             base,
-            headers=all_headers,
+            all_headers,
             timeout=timeout,
-            retry=retry or RetryPolicy(max_retries=max_retries),
+            retry=retry,
+            max_retries=max_retries,
+            capabilities=capabilities,
+            default_capabilities=ModelCapabilities(supports_error_results=False),
+            strict_tools=strict_tools,
         )
 
-    @property
-    def capabilities(self) -> ModelCapabilities:
-        return self._capabilities
+    def request_path(self, *, stream: bool) -> str:
+        return "responses" if self.api == "responses" else "chat/completions"
 
-    def build_request(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolDefinition],
-        params: SamplingParams | None,
-        tool_choice: ToolChoice,
-        *,
-        stream: bool,
-    ) -> tuple[str, dict[str, Any]]:
-        if self.api == "responses":
-            body = openai_responses.encode_request(
-                messages, tools, params, tool_choice, strict=self.strict_tools, model=self.model
-            )
-            if stream:
-                body["stream"] = True
-            return "responses", body
-        body = openai_chat.encode_request(
-            messages,
-            tools,
-            params,
-            tool_choice,
-            strict=self.strict_tools,
-            model=self.model,
-            id_style=self.id_style,
-        )
-        if stream:
-            body["stream"] = True
-            if self.stream_usage:
-                body["stream_options"] = {"include_usage": True}
-        return "chat/completions", body
+    def encode_options(self) -> dict[str, Any]:
+        return {} if self.api == "responses" else {"id_style": self.id_style}
+
+    def stream_fields(self) -> dict[str, Any]:
+        if self.api == "chat" and self.stream_usage:
+            return {"stream": True, "stream_options": {"include_usage": True}}
+        return {"stream": True}
 
     def decode(self, body: dict[str, Any]) -> GenerationResult:
         if self.api == "responses":

@@ -21,13 +21,14 @@ from tooluse.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from tooluse.messages import ChatMessage, ProviderState, ReasoningPart, TextPart, Usage
+from tooluse.messages import ChatMessage, ProviderState, ToolCall, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.call_ids import CallIdMapper, wire_tool_name
 from tooluse.providers.openai_chat import result_text
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
     ResultBatch,
+    encode_assistant_parts,
     group_turns,
     log,
     normalize_tool_choice,
@@ -94,27 +95,27 @@ def encode_request(
 def _assistant_items(
     message: ChatMessage, wire_id: CallIdMapper, model: str
 ) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    for part in message.ordered_parts():
-        if isinstance(part, ReasoningPart):
-            state = replayable(part.state, PROVIDER, model)
-            if state is not None and state.data.get("type") == "reasoning":
-                items.append(dict(state.data))
-        elif isinstance(part, TextPart):
-            if part.text:
-                items.append({"role": "assistant", "content": part.text})
-        else:
-            item: dict[str, Any] = {
-                "type": "function_call",
-                "call_id": wire_id(part.id),
-                "name": wire_tool_name(part.name),
-                "arguments": part.arguments_json(),
-            }
-            state = replayable(part.state, PROVIDER, model)
-            if state is not None and str(state.data.get("item_id", "")).startswith("fc"):
-                item["id"] = state.data["item_id"]
-            items.append(item)
-    return items
+    def call_item(call: ToolCall) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "type": "function_call",
+            "call_id": wire_id(call.id),
+            "name": wire_tool_name(call.name),
+            "arguments": call.arguments_json(),
+        }
+        state = replayable(call.state, PROVIDER, model)
+        if state is not None and str(state.data.get("item_id", "")).startswith("fc"):
+            item["id"] = state.data["item_id"]
+        return item
+
+    return encode_assistant_parts(
+        message,
+        PROVIDER,
+        model,
+        # only whole reasoning items go back (not other state of this provider)
+        reasoning=lambda state: dict(state.data) if state.data.get("type") == "reasoning" else None,
+        text=lambda text: {"role": "assistant", "content": text},
+        call=call_item,
+    )
 
 
 def _usage(data: dict[str, Any] | None) -> Usage:

@@ -7,12 +7,19 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
 from tooluse.errors import ToolDefinitionError
-from tooluse.messages import ChatMessage, ProviderState, ToolCall, ToolResult
+from tooluse.messages import (
+    ChatMessage,
+    ProviderState,
+    ReasoningPart,
+    TextPart,
+    ToolCall,
+    ToolResult,
+)
 from tooluse.providers.base import ToolChoice
 from tooluse.providers.call_ids import wire_tool_name
 from tooluse.providers.history import validate_history
@@ -188,6 +195,35 @@ def replayable(state: ProviderState | None, provider: str, model: str) -> Provid
     if state is not None and state.replayable_to(provider, model):
         return state
     return None
+
+
+def encode_assistant_parts(
+    message: ChatMessage,
+    provider: str,
+    model: str,
+    *,
+    reasoning: Callable[[ProviderState], dict[str, Any] | None],
+    text: Callable[[str], dict[str, Any]],
+    call: Callable[[ToolCall], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """An assistant turn's parts in order, each encoded by the provider's own function.
+
+    Reasoning goes out only as state replayable to ``provider``/``model`` (``reasoning`` may
+    still refuse it by returning ``None``); empty text parts are left out.
+    """
+    out: list[dict[str, Any]] = []
+    for part in message.ordered_parts():
+        if isinstance(part, ReasoningPart):
+            state = replayable(part.state, provider, model)
+            block = reasoning(state) if state is not None else None
+            if block is not None:
+                out.append(block)
+        elif isinstance(part, TextPart):
+            if part.text:
+                out.append(text(part.text))
+        else:
+            out.append(call(part))
+    return out
 
 
 def tools_for_history(

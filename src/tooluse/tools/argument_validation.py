@@ -10,12 +10,12 @@ call. Validation runs in three steps:
    enum case, ``null`` for an optional argument -> its default) and validation runs again.
 
 Failures raise :class:`ToolArgumentError` whose ``model_message`` tells the model what to fix:
-the JSON path, expected vs received, allowed values and "did you mean" for unknown names.
+the JSON path, expected vs received, allowed values and "did you mean" for unknown names
+(worded in :mod:`tooluse.tools.argument_messages`).
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,9 +24,21 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import SchemaValidator
 
-from tooluse.errors import ToolArgumentError, ToolDefinitionError
+from tooluse.errors import ToolDefinitionError
+from tooluse.tools.argument_messages import (
+    argument_error,
+    deref_schema,
+    describe_expected,
+    did_you_mean,
+    join_path,
+    json_type_name,
+    jsonschema_problems,
+    pydantic_problems,
+    schema_branches,
+    schema_types,
+    short_value,
+)
 from tooluse.tools.json_schema_compile import compile_json_schema
-from tooluse.tools.json_schema_rewrite import resolve_ref
 
 __all__ = [
     "ArgumentValidator",
@@ -36,9 +48,6 @@ __all__ = [
     "describe_expected",
     "parse_arguments",
 ]
-
-_MAX_LISTED_ERRORS = 8
-_MAX_VALUE_CHARS = 60
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,7 +61,7 @@ class Coercion:
 
     def __str__(self) -> str:
         where = self.path or "arguments"
-        return f"{where}: {self.kind} ({_short(self.original)} -> {_short(self.value)})"
+        return f"{where}: {self.kind} ({short_value(self.original)} -> {short_value(self.value)})"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,33 +70,6 @@ class ValidationReport:
 
     arguments: dict[str, Any]
     coercions: tuple[Coercion, ...] = ()
-
-
-def _short(value: Any) -> str:
-    text = (
-        json.dumps(value, ensure_ascii=False, default=repr)
-        if not isinstance(value, str)
-        else repr(value)
-    )
-    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__
 
 
 def parse_arguments(raw: Any, tool_name: str = "") -> tuple[dict[str, Any], list[Coercion]]:
@@ -100,8 +82,8 @@ def parse_arguments(raw: Any, tool_name: str = "") -> tuple[dict[str, Any], list
     if isinstance(raw, (bytes, bytearray)):
         raw = raw.decode("utf-8", errors="replace")
     if not isinstance(raw, str):
-        raise _argument_error(
-            tool_name, [("", f"arguments must be a JSON object, got {_json_type(raw)}")]
+        raise argument_error(
+            tool_name, [("", f"arguments must be a JSON object, got {json_type_name(raw)}")]
         )
     text = raw.strip()
     if text in ("", "null", "{}"):
@@ -109,7 +91,7 @@ def parse_arguments(raw: Any, tool_name: str = "") -> tuple[dict[str, Any], list
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _argument_error(
+        raise argument_error(
             tool_name,
             [("", f"arguments are not valid JSON ({exc.msg} at character {exc.pos})")],
         ) from None
@@ -126,8 +108,8 @@ def parse_arguments(raw: Any, tool_name: str = "") -> tuple[dict[str, Any], list
     if value is None:
         return {}, coercions
     if not isinstance(value, dict):
-        raise _argument_error(
-            tool_name, [("", f"arguments must be a JSON object, got {_json_type(value)}")]
+        raise argument_error(
+            tool_name, [("", f"arguments must be a JSON object, got {json_type_name(value)}")]
         )
     return value, coercions
 
@@ -136,53 +118,11 @@ def parse_arguments(raw: Any, tool_name: str = "") -> tuple[dict[str, Any], list
 # Schema-guided safe coercion (slow path only)
 
 
-def _schema_types(schema: dict[str, Any]) -> set[str]:
-    t = schema.get("type")
-    if isinstance(t, str):
-        return {t}
-    if isinstance(t, list):
-        return set(t)
-    if "enum" in schema:
-        return {_json_type(v) for v in schema["enum"]}
-    if "const" in schema:
-        return {_json_type(schema["const"])}
-    if "properties" in schema:
-        return {"object"}
-    return set()
-
-
-def _deref(schema: Any, root: dict[str, Any]) -> dict[str, Any]:
-    seen = 0
-    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and seen < 32:
-        target = resolve_ref(root, schema["$ref"])
-        if target is None:
-            break
-        schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
-        seen += 1
-    return schema if isinstance(schema, dict) else {}
-
-
-def _branches(schema: dict[str, Any], root: dict[str, Any]) -> list[dict[str, Any]]:
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            out: list[dict[str, Any]] = []
-            for b in schema[key]:
-                out.extend(_branches(_deref(b, root), root))
-            return out
-    return [schema]
-
-
 def _allows_null(schema: dict[str, Any], root: dict[str, Any]) -> bool:
     return any(
-        "null" in _schema_types(b) or b.get("nullable") is True or b == {}
-        for b in _branches(schema, root)
+        "null" in schema_types(b) or b.get("nullable") is True or b == {}
+        for b in schema_branches(schema, root)
     )
-
-
-def _path(parent: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{parent}[{key}]"
-    return f"{parent}.{key}" if parent else key
 
 
 def _scalar_coercion(value: str, types: set[str]) -> tuple[Any, str] | None:
@@ -216,15 +156,15 @@ def coerce_to_schema(
     path: str = "",
 ) -> Any:
     """``value`` with the safe coercions the schema calls for; each is appended to ``coercions``."""
-    schema = _deref(schema, root)
-    branches = _branches(schema, root)
+    schema = deref_schema(schema, root)
+    branches = schema_branches(schema, root)
     if len(branches) > 1:
         # pick the branch whose type already matches; else the first one a coercion fits
         for b in branches:
-            if _json_type(value) in _schema_types(b) or (
+            if json_type_name(value) in schema_types(b) or (
                 isinstance(value, int)
                 and not isinstance(value, bool)
-                and "number" in _schema_types(b)
+                and "number" in schema_types(b)
             ):
                 return coerce_to_schema(value, b, root, coercions, path)
         for b in branches:
@@ -234,7 +174,7 @@ def coerce_to_schema(
                 coercions.extend(trial)
                 return out
         return value
-    types = _schema_types(schema)
+    types = schema_types(schema)
     original = value
     kind = ""
     if isinstance(value, str) and types and "string" not in types:
@@ -244,7 +184,7 @@ def coerce_to_schema(
                 decoded = json.loads(text)
             except json.JSONDecodeError:
                 decoded = None
-            if _json_type(decoded) in types:
+            if json_type_name(decoded) in types:
                 value, kind = decoded, "decoded JSON text"
         if not kind:
             scalar = _scalar_coercion(value, types)
@@ -280,21 +220,21 @@ def coerce_to_schema(
         for key, item in value.items():
             sub = props.get(key)
             if sub is not None:
-                sub = _deref(sub, root)
+                sub = deref_schema(sub, root)
                 if item is None and key not in required and not _allows_null(sub, root):
                     # strict exports make optional arguments nullable: null means "use default"
                     coercions.append(
                         Coercion(
-                            path=_path(path, key),
+                            path=join_path(path, key),
                             kind="null means default",
                             original=None,
                             value="(default)",
                         )
                     )
                     continue
-                result[key] = coerce_to_schema(item, sub, root, coercions, _path(path, key))
+                result[key] = coerce_to_schema(item, sub, root, coercions, join_path(path, key))
             elif isinstance(extra, dict):
-                result[key] = coerce_to_schema(item, extra, root, coercions, _path(path, key))
+                result[key] = coerce_to_schema(item, extra, root, coercions, join_path(path, key))
             else:
                 result[key] = item
         return result
@@ -302,194 +242,18 @@ def coerce_to_schema(
         items = schema.get("items")
         if isinstance(items, dict):
             return [
-                coerce_to_schema(v, items, root, coercions, _path(path, i))
+                coerce_to_schema(v, items, root, coercions, join_path(path, i))
                 for i, v in enumerate(value)
             ]
         prefix = schema.get("prefixItems")
         if isinstance(prefix, list):
             return [
-                coerce_to_schema(v, prefix[i], root, coercions, _path(path, i))
+                coerce_to_schema(v, prefix[i], root, coercions, join_path(path, i))
                 if i < len(prefix) and isinstance(prefix[i], dict)
                 else v
                 for i, v in enumerate(value)
             ]
     return value
-
-
-# ---------------------------------------------------------------------------------------------
-# Messages for the model
-
-
-def describe_expected(schema: dict[str, Any], root: dict[str, Any] | None = None) -> str:
-    """A short human description of what ``schema`` accepts (``"integer or null"``)."""
-    root = root if root is not None else schema
-    parts: list[str] = []
-    for b in _branches(_deref(schema, root), root):
-        if "enum" in b:
-            parts.append("one of " + ", ".join(_short(v) for v in b["enum"]))
-        elif "const" in b:
-            parts.append(_short(b["const"]))
-        else:
-            types = sorted(_schema_types(b))
-            for t in types:
-                if t == "array" and isinstance(b.get("items"), dict):
-                    inner = describe_expected(b["items"], root)
-                    parts.append(f"array of {inner}")
-                else:
-                    parts.append(t)
-    return " or ".join(dict.fromkeys(parts)) or "any value"
-
-
-def _schema_at(
-    schema: dict[str, Any], root: dict[str, Any], loc: list[str | int]
-) -> dict[str, Any] | None:
-    node: dict[str, Any] | None = _deref(schema, root)
-    for item in loc:
-        if node is None:
-            return None
-        found = None
-        for b in _branches(node, root):
-            if isinstance(item, int) and isinstance(b.get("items"), dict):
-                found = _deref(b["items"], root)
-            elif isinstance(item, int) and isinstance(b.get("prefixItems"), list):
-                prefix = b["prefixItems"]
-                found = _deref(prefix[item], root) if item < len(prefix) else None
-            elif isinstance(item, str) and item in (b.get("properties") or {}):
-                found = _deref(b["properties"][item], root)
-            if found is not None:
-                break
-        node = found
-    return node
-
-
-def _names_at(schema: dict[str, Any], root: dict[str, Any], loc: list[str | int]) -> list[str]:
-    node = _schema_at(schema, root, loc)
-    if node is None:
-        return []
-    names: list[str] = []
-    for b in _branches(node, root):
-        names.extend((b.get("properties") or {}).keys())
-    return names
-
-
-def did_you_mean(name: str, candidates: list[str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest candidate, or an empty string."""
-    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
-    if not close:
-        lowered = {c.lower(): c for c in candidates}
-        if name.lower() in lowered:
-            close = [lowered[name.lower()]]
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def _argument_error(tool_name: str, problems: list[tuple[str, str]]) -> ToolArgumentError:
-    lines = [
-        f"- {path}: {text}" if path else f"- {text}" for path, text in problems[:_MAX_LISTED_ERRORS]
-    ]
-    if len(problems) > _MAX_LISTED_ERRORS:
-        lines.append(f"- ... and {len(problems) - _MAX_LISTED_ERRORS} more problems")
-    head = f"Invalid arguments for tool {tool_name!r}:" if tool_name else "Invalid arguments:"
-    model_message = "\n".join([head, *lines, "Call the tool again with corrected arguments."])
-    return ToolArgumentError(
-        f"{head} " + "; ".join(f"{p}: {t}" if p else t for p, t in problems),
-        tool_name=tool_name,
-        errors=[{"path": p, "message": t} for p, t in problems],
-        model_message=model_message,
-    )
-
-
-_TYPE_ERROR_SUFFIXES = (
-    "_type",
-    "_parsing",
-    "literal_error",
-    "enum",
-    "is_instance_of",
-    "union_tag_invalid",
-)
-
-
-class _Missing:
-    pass
-
-
-def _data_loc(data: Any, loc: tuple[Any, ...]) -> tuple[list[str | int], Any]:
-    """The error location as data keys (union branch tags dropped) and the value there."""
-    path: list[str | int] = []
-    node: Any = data
-    for item in loc:
-        if (
-            isinstance(node, Mapping)
-            and isinstance(item, str)
-            and item in node
-            or isinstance(node, (list, tuple))
-            and isinstance(item, int)
-            and 0 <= item < len(node)
-        ):
-            node = node[item]  # type: ignore[index]
-            path.append(item)
-        elif (
-            isinstance(node, Mapping) and isinstance(item, (str, int)) and len(path) == len(loc) - 1
-        ):
-            path.append(item)  # a missing or extra key at the end
-            node = _Missing()
-    return path, node
-
-
-def _format_path(loc: list[str | int]) -> str:
-    out = ""
-    for item in loc:
-        out = _path(out, item)
-    return out
-
-
-def _pydantic_problems(
-    exc: ValidationError, data: Any, schema: dict[str, Any]
-) -> list[tuple[str, str]]:
-    problems: dict[str, str] = {}
-    for err in exc.errors(include_url=False):
-        loc, value = _data_loc(data, tuple(err["loc"]))
-        path = _format_path(loc)
-        kind = err["type"]
-        if kind == "missing":
-            text = "missing required argument"
-        elif kind == "extra_forbidden":
-            name = str(loc[-1]) if loc else ""
-            text = "unknown argument" + did_you_mean(name, _names_at(schema, schema, loc[:-1]))
-        elif kind.endswith(_TYPE_ERROR_SUFFIXES) or kind.startswith("union"):
-            sub = _schema_at(schema, schema, loc)
-            expected = describe_expected(sub, schema) if sub is not None else err["msg"]
-            text = f"expected {expected}, got {_json_type(value)} {_short(value)}"
-        else:
-            text = f"{err['msg'][:1].lower()}{err['msg'][1:]}, got {_short(value)}"
-        problems.setdefault(path, text)  # union branches repeat a path: keep the first
-    return list(problems.items())
-
-
-def _jsonschema_problems(errors: list[Any], schema: dict[str, Any]) -> list[tuple[str, str]]:
-    problems: dict[str, str] = {}
-    for err in errors:
-        loc = list(err.absolute_path)
-        if err.validator == "required":
-            props = err.validator_value
-            present = set(err.instance) if isinstance(err.instance, dict) else set()
-            for name in props:
-                if name not in present:
-                    problems.setdefault(_format_path([*loc, name]), "missing required argument")
-            continue
-        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-            known = list((err.schema.get("properties") or {}).keys())
-            for name in err.instance:
-                if name not in known:
-                    problems.setdefault(
-                        _format_path([*loc, name]), "unknown argument" + did_you_mean(name, known)
-                    )
-            continue
-        if err.validator in ("type", "enum", "const", "anyOf", "oneOf"):
-            text = f"expected {describe_expected(err.schema, schema)}, got {_json_type(err.instance)} {_short(err.instance)}"
-        else:
-            text = err.message if len(err.message) <= 200 else err.message[:197] + "..."
-        problems.setdefault(_format_path(loc), text)
-    return list(problems.items())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -577,10 +341,10 @@ class ArgumentValidator:
         errors = sorted(reference.iter_errors(coerced), key=lambda e: list(e.absolute_path))
         if not errors:
             return ValidationReport(arguments=coerced, coercions=tuple(coercions))
-        problems = _jsonschema_problems(errors, self.schema)
+        problems = jsonschema_problems(errors, self.schema)
         if not any("unknown argument" in t for _, t in problems):
             problems += [p for p in self._unknown_names(coerced) if p[0] not in dict(problems)]
-        raise _argument_error(self.tool_name, problems)
+        raise argument_error(self.tool_name, problems)
 
     def _validate_model(self, data: dict[str, Any], coercions: list[Coercion]) -> ValidationReport:
         assert self._model is not None
@@ -588,7 +352,7 @@ class ArgumentValidator:
         if self._forbid_extra:
             unknown = self._unknown_names(data)
             if unknown:
-                raise _argument_error(self.tool_name, unknown)
+                raise argument_error(self.tool_name, unknown)
         try:
             instance = validator.validate_python(data, strict=True)
             return ValidationReport(
@@ -600,7 +364,7 @@ class ArgumentValidator:
         try:
             instance = validator.validate_python(coerced)
         except ValidationError as exc:
-            raise _argument_error(
-                self.tool_name, _pydantic_problems(exc, coerced, self.schema)
+            raise argument_error(
+                self.tool_name, pydantic_problems(exc, coerced, self.schema)
             ) from None
         return ValidationReport(arguments=self._from_model(instance), coercions=tuple(coercions))

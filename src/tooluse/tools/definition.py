@@ -249,7 +249,13 @@ class ToolDefinition:
             is_terminal=is_terminal,
             input_schema=schema,
             function=model,
-            metadata={"structured_output": True, "forbid_extra": True},
+            metadata={
+                "structured_output": True,
+                "forbid_extra": True,
+                # Validated arguments are keyed as the schema names them (aliases), which is
+                # also what ``model(**arguments)`` accepts.
+                "field_names": _model_argument_names(model),
+            },
             arguments_model=model,
         )
 
@@ -464,6 +470,20 @@ def _raw_arguments(arguments: Any) -> Any:
             return arguments.raw_arguments
         return arguments.arguments
     return arguments
+
+
+def _model_argument_names(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    """(field name, argument name) per field: the validation alias when there is one."""
+    names = []
+    for field_name, info in model.model_fields.items():
+        alias = info.validation_alias
+        choices = getattr(alias, "choices", None)
+        if choices and isinstance(choices[0], str):
+            alias = choices[0]  # AliasChoices: the schema shows the first choice
+        if not isinstance(alias, str):
+            alias = info.alias
+        names.append((field_name, alias if isinstance(alias, str) else field_name))
+    return tuple(names)
 
 
 def _injected_with_default(fn: Callable[..., Any], names: Mapping[str, Any]) -> tuple[str, ...]:

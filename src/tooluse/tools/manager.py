@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from tooluse.errors import ToolNotFoundError
 from tooluse.messages import ToolCall, new_call_id, render_output
+from tooluse.tools.callable_schema import ToolDefinitionWarning
 from tooluse.tools.definition import ToolDefinition
 from tooluse.tools.normalise import as_tool
 from tooluse.tools.registry import DEFAULT_REGISTRY, ToolRegistry
@@ -108,8 +110,20 @@ class ToolManager:
             self.tools[definition.name] = obj
 
     def register(self, fn: Any) -> ToolDefinition:
-        """Register a tool (a function, ``@tool`` function, ``Tool``, definition...) by name."""
+        """Register a tool (a function, ``@tool`` function, ``Tool``, definition...) by name.
+
+        As in Mesa-LLM, a tool registered under a name already taken replaces the earlier
+        one; when that is a different tool, a :class:`ToolDefinitionWarning` names it.
+        """
         definition = as_tool(fn)
+        with self._lock:
+            earlier = self.tools.get(definition.name)
+        if earlier is not None and earlier is not fn:
+            warnings.warn(
+                f"ToolManager: the tool {definition.name!r} replaces an earlier tool of that name",
+                ToolDefinitionWarning,
+                stacklevel=2,
+            )
         self._add(definition, fn)
         return definition
 

@@ -1,0 +1,114 @@
+"""`tooluse schema`, `tooluse demo` and `tooluse chat` (the last two on the real local model)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from tooluse.cli.app import app
+
+runner = CliRunner()
+
+TOOLS_FILE = textwrap.dedent(
+    '''
+    from typing import Literal
+
+    from tooluse.tools import ToolRegistry, tool
+
+    registry = ToolRegistry()
+
+
+    @tool(registry=registry)
+    def get_weather(city: str, unit: Literal["celsius", "fahrenheit"] = "celsius") -> dict:
+        """Get the current weather for a city.
+
+        Args:
+            city: City name, e.g. Paris.
+            unit: Temperature unit.
+        """
+        return {"city": city, "temperature": 21, "unit": unit, "conditions": "sunny"}
+
+
+    def plain(x: int) -> int:
+        """Not decorated, still exportable by `tooluse schema`."""
+        return x
+    '''
+)
+
+
+@pytest.fixture()
+def tools_file(tmp_path):
+    path = tmp_path / "my_tools.py"
+    path.write_text(TOOLS_FILE)
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "gemini", "bedrock", "mcp"])
+def test_schema_prints_each_format(tools_file, fmt):
+    result = runner.invoke(app, ["schema", f"{tools_file}:get_weather", "--format", fmt])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    text = json.dumps(data)
+    assert "get_weather" in text and "city" in text and "fahrenheit" in text
+
+
+def test_schema_of_undecorated_function(tools_file):
+    result = runner.invoke(app, ["schema", f"{tools_file}:plain"])
+    assert result.exit_code == 0, result.output
+    assert (
+        json.loads(result.output)["function"]["parameters"]["properties"]["x"]["type"] == "integer"
+    )
+
+
+def test_schema_bad_input_is_a_clear_error(tools_file, tmp_path):
+    unknown = runner.invoke(app, ["schema", f"{tools_file}:get_weather", "--format", "xml"])
+    assert unknown.exit_code != 0 and "unknown format" in unknown.output
+    missing = runner.invoke(app, ["schema", f"{tools_file}:nothing"])
+    assert missing.exit_code != 0 and "no attribute 'nothing'" in missing.output
+    nofile = runner.invoke(app, ["schema", f"{tmp_path / 'absent.py'}:f"])
+    assert nofile.exit_code != 0 and "no such file" in nofile.output
+    shape = runner.invoke(app, ["schema", "just_a_name"])
+    assert shape.exit_code != 0 and "module.py:function" in shape.output
+
+
+def test_help_everywhere():
+    for command in ("demo", "chat", "schema"):
+        result = runner.invoke(app, [command, "--help"])
+        assert result.exit_code == 0 and "Usage" in result.output
+
+
+@pytest.mark.slow
+def test_demo_runs_a_real_tool_loop():
+    result = runner.invoke(app, ["demo", "-q", "What's the weather in Paris?"])
+    assert result.exit_code == 0, result.output
+    assert "→ call get_weather(city=" in result.output
+    assert "← result" in result.output and "temperature" in result.output
+    assert "answer" in result.output
+
+
+@pytest.mark.slow
+def test_chat_reads_piped_stdin(tools_file):
+    result = runner.invoke(
+        app,
+        ["chat", "--model", "local", "--tools", str(tools_file), "--max-tokens", "64"],
+        input="What's the weather in Paris?\nWhat is the capital of France?\n\n",
+    )
+    assert result.exit_code == 0, result.output
+    assert "tools: get_weather" in result.output
+    assert result.output.count("assistant>") == 2
+    assert "→ call get_weather" in result.output
+
+
+def test_chat_rejects_a_file_without_tools(tmp_path):
+    empty = tmp_path / "empty.py"
+    empty.write_text("x = 1\n")
+    result = runner.invoke(app, ["chat", "--tools", str(empty)], input="\n")
+    assert result.exit_code != 0 and "defines no @tool functions" in result.output
+
+
+def test_chat_unknown_model_prefix(tmp_path):
+    result = runner.invoke(app, ["chat", "--model", "nosuch:model"], input="\n")
+    assert result.exit_code != 0 and "unknown model prefix" in result.output
