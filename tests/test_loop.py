@@ -542,6 +542,27 @@ async def test_backend_errors_in_arun_carry_the_partial_run_too():
     assert info.value.partial_result.trail[0].name == "get_time"
 
 
+def release_when_fast_is_reported(order: list[str], fast_reported):
+    """An ``on_event`` that records finished calls and sets ``fast_reported`` for "fast"."""
+
+    def on_event(event):
+        if isinstance(event, ToolExecutionFinished):
+            order.append(event.call.name)
+            if event.call.name == "fast":
+                fast_reported.set()
+
+    return on_event
+
+
+def check_fast_was_reported_first(order: list[str], result: RunResult) -> None:
+    assert order == ["fast", "slow"]
+    assert [(t.name, t.output, t.is_error) for t in result.trail] == [
+        ("slow", "slow done", False),
+        ("fast", "fast done", False),
+    ]
+    validate_history(list(result.messages))
+
+
 async def test_arun_reports_each_call_as_soon_as_it_completes():
     # "slow" can only finish after the loop has reported "fast" as finished: if finished
     # events waited for the whole round, "slow" would hit its timeout and fail.
@@ -555,21 +576,10 @@ async def test_arun_reports_each_call_as_soon_as_it_completes():
         return "slow done"
 
     order: list[str] = []
-
-    def on_event(event):
-        if isinstance(event, ToolExecutionFinished):
-            order.append(event.call.name)
-            if event.call.name == "fast":
-                fast_reported.set()
-
+    on_event = release_when_fast_is_reported(order, fast_reported)
     backend = ScriptedBackend([[tc("slow", "s"), tc("fast", "f")], "both done"])
     result = await arun(backend, "q", tools=[slow, fast], on_event=on_event, tool_timeout=5)
-    assert order == ["fast", "slow"]
-    assert [(t.name, t.output, t.is_error) for t in result.trail] == [
-        ("slow", "slow done", False),
-        ("fast", "fast done", False),
-    ]
-    validate_history(list(result.messages))
+    check_fast_was_reported_first(order, result)
 
 
 async def test_stopping_aiter_run_early_cancels_the_running_calls():
@@ -626,3 +636,20 @@ async def test_an_executor_that_runs_rounds_itself_is_called_once_per_round():
     finished = [e.result.output for e in events if isinstance(e, ToolExecutionFinished)]
     assert finished == ["did get_time", "did get_weather"]
     assert events[-1].result.final_text == "ok"
+
+
+def test_run_reports_each_call_as_soon_as_it_completes():
+    # As in arun: "slow" finishes only once "fast" has been reported (else it times out).
+    fast_reported = threading.Event()
+
+    def fast() -> str:
+        return "fast done"
+
+    def slow() -> str:
+        return "slow done" if fast_reported.wait(10) else "never released"
+
+    order: list[str] = []
+    on_event = release_when_fast_is_reported(order, fast_reported)
+    backend = ScriptedBackend([[tc("slow", "s"), tc("fast", "f")], "both done"])
+    result = run(backend, "q", tools=[slow, fast], on_event=on_event, tool_timeout=5)
+    check_fast_was_reported_first(order, result)

@@ -20,7 +20,6 @@ with :class:`RunFinished`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import (
     AsyncGenerator,
@@ -327,56 +326,52 @@ async def _model_turn_async(backend: Any, step: Generate) -> AsyncIterator[Any]:
         yield item
 
 
-def _reports_each_result(executor: AsyncToolExecutor) -> bool:
-    """Whether the executor runs a batch the standard way, so it can report each call as it
-    completes (an executor that overrides ``execute_batch_async``, e.g. an environment stepping
+def _standard_batches(executor: AsyncToolExecutor, method: str) -> bool:
+    """Whether the executor runs a batch the standard way, so that each call can be reported
+    as it completes (an executor that overrides the batch method, e.g. an environment stepping
     a whole round at once, is called as a batch)."""
-    method = getattr(type(executor), "execute_batch_async", None)
-    return method is AsyncToolExecutor.execute_batch_async
+    return getattr(type(executor), method, None) is getattr(AsyncToolExecutor, method)
+
+
+def _execute_sync(driving: _Driving, step: Execute) -> Iterator[LoopEvent]:
+    """Run a batch, yielding each call's finished event as soon as that call ends."""
+    setup = driving.setup
+    executor = setup.executor
+    if len(step.calls) == 1 or not _standard_batches(executor, "execute_batch"):
+        yield from driving.executed(step, executor.execute_batch(step.calls, cancel=setup.cancel))
+        return
+    results: dict[int, ToolResult] = {}
+    for index, result in executor.iter_batch(step.calls, cancel=setup.cancel):
+        results[index] = result
+        yield finished_event(step, index, result)
+    yield from driving.executed(step, [results[i] for i in range(len(step.calls))], results)
 
 
 async def _execute_async(driving: _Driving, step: Execute) -> AsyncGenerator[LoopEvent, None]:
-    """Run a batch, yielding each call's finished event as soon as that call completes."""
+    """The async twin of :func:`_execute_sync`."""
     setup = driving.setup
     executor = setup.executor
-    if len(step.calls) == 1 or not _reports_each_result(executor):
+    if len(step.calls) == 1 or not _standard_batches(executor, "execute_batch_async"):
         results = await executor.execute_batch_async(step.calls, cancel=setup.cancel)
         for event in driving.executed(step, results):
             yield event
         return
-    done: asyncio.Queue[tuple[int, ToolResult]] = asyncio.Queue()
-    batch = asyncio.ensure_future(
-        executor.execute_batch_reporting(
-            step.calls, cancel=setup.cancel, on_result=lambda i, r: done.put_nowait((i, r))
-        )
-    )
-    reported: set[int] = set()
-    try:
-        while not (batch.done() and done.empty()):
-            if done.empty():
-                getter = asyncio.ensure_future(done.get())
-                await asyncio.wait({getter, batch}, return_when=asyncio.FIRST_COMPLETED)
-                if not getter.done():
-                    getter.cancel()
-                    continue
-                index, result = getter.result()
-            else:
-                index, result = done.get_nowait()
-            reported.add(index)
+    ended: dict[int, ToolResult] = {}
+    # aclosing: when this stops early (the run's consumer left), the running calls are cancelled.
+    async with contextlib.aclosing(executor.aiter_batch(step.calls, cancel=setup.cancel)) as each:
+        async for index, result in each:
+            ended[index] = result
             yield finished_event(step, index, result)
-        results = batch.result()
-    except BaseException:
-        # The run was cancelled or its consumer stopped: the running calls are cancelled too.
-        if not batch.done():
-            batch.cancel()
-            await asyncio.wait({batch})
-        raise
-    for event in driving.executed(step, results, reported):
+    for event in driving.executed(step, [ended[i] for i in range(len(step.calls))], ended):
         yield event
 
 
 def drive_sync(backend: Any, setup: LoopSetup, history: list[ChatMessage]) -> Iterator[LoopEvent]:
-    """Run the loop with blocking calls, yielding its events; the last is ``RunFinished``."""
+    """Run the loop with blocking calls, yielding its events; the last is ``RunFinished``.
+
+    The calls of a round run in parallel worker threads and each one's
+    ``ToolExecutionFinished`` arrives as soon as it ends.
+    """
     driving = _Driving(backend, setup, history)
     try:
         for step in driving.steps():
@@ -386,8 +381,7 @@ def drive_sync(backend: Any, setup: LoopSetup, history: list[ChatMessage]) -> It
                         if (event := driving.take(item)) is not None:
                             yield event
             elif isinstance(step, Execute):
-                results = setup.executor.execute_batch(step.calls, cancel=setup.cancel)
-                yield from driving.executed(step, results)
+                yield from _execute_sync(driving, step)
             else:
                 yield step
         yield driving.finished()
@@ -469,8 +463,7 @@ def iter_run(
 def aiter_run(
     backend: Any, prompt: Prompt, *, system_prompt: str | None = None, **options: Unpack[RunOptions]
 ) -> AsyncIterator[LoopEvent]:
-    """Like :func:`arun`, but an async iterator of the loop's events (last: ``RunFinished``);
-    a call's ``ToolExecutionFinished`` arrives as soon as that call completes."""
+    """Like :func:`arun`, but an async iterator of the loop's events (last: ``RunFinished``)."""
     setup = build_setup(backend, **options)
     return drive_async(backend, setup, initial_history(prompt, system_prompt))
 
@@ -487,7 +480,8 @@ def run(
 
     - ``prompt``: user text, a ``ChatMessage`` or a history (left unchanged; the result's
       ``messages`` is the extended copy). ``system_prompt`` is put first.
-    - ``on_event`` receives every loop event (:data:`LoopEvent`).
+    - ``on_event`` receives every loop event (:data:`LoopEvent`) as it happens; the calls of a
+      round run in parallel and each ``ToolExecutionFinished`` comes as soon as its call ends.
 
     Options (:class:`RunOptions`, defaults in brackets):
 
@@ -530,7 +524,6 @@ async def arun(
     **options: Unpack[RunOptions],
 ) -> RunResult:
     """The async twin of :func:`run` (same options, same state machine); tools of a round run
-    in parallel on the event loop and in worker threads, and ``on_event`` hears of each call
-    as soon as it completes."""
+    in parallel on the event loop and in worker threads."""
     events = aiter_run(backend, prompt, system_prompt=system_prompt, **options)
     return await ResultCollector(on_event).adrain(events)

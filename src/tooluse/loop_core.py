@@ -132,8 +132,8 @@ class Execute:
     """Run these calls; the driver sends back one ``ToolResult`` per call, in order.
 
     The driver also yields one :class:`ToolExecutionFinished` per call (see
-    :func:`finished_event`), as early as its executor lets it: the async driver as each call
-    completes, the sync one when the batch is done.
+    :func:`finished_event`) as soon as that call ends, or when the whole round is done for an
+    executor that runs rounds its own way.
     """
 
     calls: tuple[ToolCall, ...]

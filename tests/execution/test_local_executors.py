@@ -341,6 +341,21 @@ async def test_every_failure_kind_in_one_batch_gets_exactly_one_result():
     assert [r.is_error for r in results] == [True, False, True, True, True]
 
 
+def hang_until_cancelled(cleaned_up: asyncio.Event, started: asyncio.Event | None = None):
+    """An async tool that never returns; it sets ``cleaned_up`` when it is cancelled."""
+
+    async def hang() -> str:
+        if started is not None:
+            started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cleaned_up.set()
+        return "never"
+
+    return hang
+
+
 async def test_cancellation_token_closes_running_calls_with_results():
     token = CancellationToken()
     cleaned_up = asyncio.Event()
@@ -349,13 +364,7 @@ async def test_cancellation_token_closes_running_calls_with_results():
         token.cancel()
         return "fired"
 
-    async def hang() -> str:
-        try:
-            await asyncio.Event().wait()
-        finally:
-            cleaned_up.set()
-        return "never"
-
+    hang = hang_until_cancelled(cleaned_up)
     executor = AsyncToolExecutor({"trigger": trigger, "hang": hang}, timeout=None)
     results = await executor.execute_batch_async(
         [call("hang", id="h"), call("trigger", id="t")], cancel=token
@@ -365,13 +374,12 @@ async def test_cancellation_token_closes_running_calls_with_results():
     assert cleaned_up.is_set()
 
 
-async def test_reporting_batch_reports_each_completed_call_once_in_completion_order():
+async def test_aiter_batch_yields_each_call_as_it_ends_and_answers_every_call():
     token = CancellationToken()
-    second_may_finish = asyncio.Event()
-    reported: list[tuple[int, str]] = []
+    second_reported = asyncio.Event()
 
     async def first() -> str:
-        await second_may_finish.wait()
+        await second_reported.wait()
         token.cancel()
         return "first"
 
@@ -382,20 +390,63 @@ async def test_reporting_batch_reports_each_completed_call_once_in_completion_or
         await asyncio.Event().wait()
         return "never"
 
-    def on_result(index: int, result: ToolResult) -> None:
-        reported.append((index, result.output))
-        second_may_finish.set()
-
     executor = AsyncToolExecutor({"first": first, "second": second, "hang": hang}, timeout=None)
-    results = await executor.execute_batch_reporting(
-        [call("first", id="a"), call("second", id="b"), call("hang", id="c")],
+    seen: list[tuple[int, str]] = []
+    async for index, result in executor.aiter_batch(
+        [call("first", id="a"), call("second", id="b"), call("hang", id="c"), call("nope", id="d")],
         cancel=token,
-        on_result=on_result,
+    ):
+        seen.append((index, result.output))
+        if index == 1:
+            second_reported.set()  # only now may "first" finish, and fire the token
+    # The calls that end at once come first, then "first" (released by the report of
+    # "second"), then "hang", cancelled when "first" fired the token.
+    assert sorted(i for i, _ in seen[:2]) == [1, 3]
+    assert dict(seen)[3].startswith("error: unknown tool 'nope'")
+    assert seen[2] == (0, "first")
+    assert seen[3][0] == 2 and "cancelled" in seen[3][1]
+
+
+def test_iter_batch_yields_each_call_as_it_ends_and_answers_every_call():
+    release = threading.Event()
+
+    def wait_for_release() -> str:
+        return "released" if release.wait(10) else "never released"
+
+    def quick() -> str:
+        return "quick"
+
+    def hang() -> str:
+        threading.Event().wait(10)
+        return "late"
+
+    executor = AsyncToolExecutor(
+        {"wait_for_release": wait_for_release, "quick": quick, "hang": hang},
+        timeouts={"hang": 0.2},
     )
-    # The cancelled call is answered in the results but was never "completed".
-    assert reported == [(1, "second"), (0, "first")]
-    assert [r.call_id for r in results] == ["a", "b", "c"]
-    assert results[2].is_error and "cancelled" in results[2].output
+    seen: list[tuple[int, str]] = []
+    try:
+        for index, result in executor.iter_batch(
+            [
+                call("wait_for_release", id="w"),
+                call("quick", id="q"),
+                call("missing", id="m"),
+                call("hang", id="h"),
+            ]
+        ):
+            seen.append((index, result.call_id))
+            if result.call_id == "q":
+                release.set()  # only now may the first call finish
+            if index == 0:
+                assert result.output == "released"
+            if index == 3:
+                assert result.is_error and "timed out" in result.output
+    finally:
+        executor.close()
+    # The unknown tool is answered before anything runs; the rest as they end.
+    assert seen[0] == (2, "m")
+    assert seen.index((1, "q")) < seen.index((0, "w"))
+    assert sorted(seen) == [(0, "w"), (1, "q"), (2, "m"), (3, "h")]
 
 
 def test_cancellation_token_in_the_sync_facade():
@@ -431,14 +482,7 @@ async def test_cancelling_the_awaiting_task_cancels_running_calls():
     started = asyncio.Event()
     cleaned_up = asyncio.Event()
 
-    async def hang() -> str:
-        started.set()
-        try:
-            await asyncio.Event().wait()
-        finally:
-            cleaned_up.set()
-        return "never"
-
+    hang = hang_until_cancelled(cleaned_up, started)
     executor = AsyncToolExecutor({"hang": hang, "hang2": hang}, timeout=None)
     task = asyncio.ensure_future(
         executor.execute_batch_async([call("hang", id="a"), call("hang2", id="b")])

@@ -42,13 +42,20 @@ def _split(data, text: str) -> list[str]:
     return pieces
 
 
-def _stream(parser, pieces):
-    stream = parser.stream(())
+def _stream(parser, pieces, tools=()):
+    stream = parser.stream(tools)
     events = []
     for piece in pieces:
         events += stream.feed(piece)
     events += stream.close()
     return events
+
+
+def _assert_streams_like_parse(parser, pieces, whole, tools=(), label=None):
+    """The events of a split are well formed and add up to the whole parse."""
+    events = _stream(parser, pieces, tools)
+    check_events(events)
+    assert summary(collect_events(events)) == summary(whole), label
 
 
 def _roundtrip(fmt: str, text: str, data, expected_calls, expected_text=None):
@@ -58,9 +65,7 @@ def _roundtrip(fmt: str, text: str, data, expected_calls, expected_text=None):
     assert whole.errors == (), whole.errors
     if expected_text is not None:
         assert whole.text == expected_text
-    events = _stream(parser, _split(data, text))
-    check_events(events)
-    assert summary(collect_events(events)) == summary(whole)
+    _assert_streams_like_parse(parser, _split(data, text), whole)
 
 
 def _j(value) -> str:
@@ -169,13 +174,7 @@ def test_qwen3_coder_roundtrip(before, query, days, data):
         ("get_weather", {"city": query, "days": days}),
     ]
     assert whole.text == before
-    stream = parser.stream((SEARCH, WEATHER))
-    events = []
-    for piece in _split(data, text):
-        events += stream.feed(piece)
-    events += stream.close()
-    check_events(events)
-    assert summary(collect_events(events)) == summary(whole)
+    _assert_streams_like_parse(parser, _split(data, text), whole, (SEARCH, WEATHER))
 
 
 @SETTINGS
@@ -259,9 +258,7 @@ def test_garbage_never_crashes_and_streams_like_parse(text, data):
     for fmt in available_formats():
         parser = get_parser(fmt)
         whole = parser.parse(text)
-        events = _stream(parser, pieces)
-        check_events(events)
-        assert summary(collect_events(events)) == summary(whole), fmt
+        _assert_streams_like_parse(parser, pieces, whole, label=fmt)
 
 
 JSON_LISTS = {
@@ -324,13 +321,7 @@ def test_seed_oss_and_minimax_roundtrip(before, query, data):
         whole = parser.parse(text, (SEARCH,))
         assert [(c.name, c.arguments) for c in whole.tool_calls] == [("search", {"query": query})]
         assert whole.text == before
-        stream = parser.stream((SEARCH,))
-        events = []
-        for piece in _split(data, text):
-            events += stream.feed(piece)
-        events += stream.close()
-        check_events(events)
-        assert summary(collect_events(events)) == summary(whole)
+        _assert_streams_like_parse(parser, _split(data, text), whole, (SEARCH,))
 
 
 @SETTINGS
@@ -354,13 +345,7 @@ def test_glm_roundtrip(before, query, days, newlines, data):
         ("get_weather", {"city": query, "days": days}),
     ]
     assert whole.text == before
-    stream = parser.stream((SEARCH, WEATHER))
-    events = []
-    for piece in _split(data, text):
-        events += stream.feed(piece)
-    events += stream.close()
-    check_events(events)
-    assert summary(collect_events(events)) == summary(whole)
+    _assert_streams_like_parse(parser, _split(data, text), whole, (SEARCH, WEATHER))
 
 
 @SETTINGS
@@ -379,13 +364,7 @@ def test_garbage_with_tools_and_open_reasoning_streams_like_parse(text, data):
     for fmt in available_formats():
         parser = get_parser(fmt, reasoning_started=True)
         whole = parser.parse(text, TOOLS)
-        stream = parser.stream(TOOLS)
-        events = []
-        for piece in pieces:
-            events += stream.feed(piece)
-        events += stream.close()
-        check_events(events)
-        assert summary(collect_events(events)) == summary(whole), fmt
+        _assert_streams_like_parse(parser, pieces, whole, TOOLS, label=fmt)
 
 
 # Formats whose calls the round-trip properties above write and read back under random splits.

@@ -59,7 +59,8 @@ def test_arguments_arrive_member_by_member(fmt):
     events = seen + seen2 + rest
     check_events(events)
     deltas = [e.text for e in events if isinstance(e, ArgumentsDelta)]
-    assert len(deltas) == 4  # three members and the closing brace
+    # three members and the closing brace; Gemma's string member comes as open, text, close
+    assert len(deltas) == (6 if "gemma" in fmt else 4)
     finished = [e.call for e in events if isinstance(e, ToolCallFinished)]
     assert [c.arguments for c in finished] == [SEARCH_ARGS]
     assert json.loads("".join(deltas)) == SEARCH_ARGS
@@ -91,7 +92,7 @@ def test_pythonic_cut_off_call_keeps_its_id_and_raw_text():
 def test_pythonic_unreadable_element_after_started_call_is_an_error_with_raw_text():
     text = "[get_weather(city=Paris)]"
     result = assert_stream_equals_parse(get_parser("pythonic"), text)
-    assert result.tool_calls[0].raw_arguments == "city=Paris)"
+    assert result.tool_calls[0].raw_arguments == "city=Paris"
     assert "not a Python function call" in result.errors[0].message
 
 
@@ -133,3 +134,64 @@ def test_arguments_writer_close_sends_what_members_missed():
     empty: list[str] = []
     ArgumentsWriter(empty.append).close({})
     assert empty == ["{}"]
+
+
+@pytest.mark.parametrize(
+    ("body", "arguments"),
+    [
+        ('{"arguments": {"city": "Kyiv"}, "name": "get_weather"}', {"city": "Kyiv"}),
+        ('{"name": "get_weather", "arguments": "{\\"city\\": \\"Oslo\\"}"}', {"city": "Oslo"}),
+        ('{"name": "today"}', {}),
+        ('{"name": "today", "arguments": ""}', {}),
+    ],
+)
+def test_json_calls_whose_arguments_cannot_stream_still_send_them(body, arguments):
+    """Arguments read before the name, double-encoded or missing are sent once, as JSON, before
+    the call finishes: clients assembling deltas never see a call without arguments."""
+    for pieces in (chunks(f"<tool_call>{body}</tool_call>", 1), [f"<tool_call>{body}</tool_call>"]):
+        events = run_split(get_parser("hermes"), pieces)
+        check_events(events)
+        deltas = [e.text for e in events if isinstance(e, ArgumentsDelta)]
+        assert deltas and json.loads("".join(deltas)) == arguments
+        assert isinstance(events[-1], ToolCallFinished)
+        assert events[-1].call.arguments == arguments
+
+
+@pytest.mark.parametrize(
+    ("fmt", "open_", "quote", "close"),
+    [
+        ("functiongemma", "<start_function_call>", "<escape>", "<end_function_call>"),
+        ("gemma4", "<|tool_call>", '<|"|>', "<tool_call|>"),
+    ],
+)
+def test_gemma_string_values_stream_as_their_text_arrives(fmt, open_, quote, close):
+    code = 'def f():\n    return "}<x>"\n' * 50
+    text = f"{open_}call:search{{query:{quote}{code}{quote},tags:[{quote}a{quote}]}}{close}"
+    stream = get_parser(fmt).stream(TOOLS)
+    head = len(open_) + len("call:search{query:") + len(quote)
+    events = stream.feed(text[: head + 40])
+    events += stream.feed(text[head + 40 : head + 90])
+    sent = "".join(e.text for e in events if isinstance(e, ArgumentsDelta))
+    # the first 90 characters of the value are out while the value is still open
+    assert sent == '{"query": "' + json.dumps(code[:90])[1:-1]
+    rest = stream.feed(text[head + 90 :]) + stream.close()
+    check_events(events + rest)
+    call = next(e.call for e in rest if isinstance(e, ToolCallFinished))
+    assert call.arguments == {"query": code, "tags": ["a"]}
+    # a string that is not a member's whole value (inside a list) is sent with its member
+    deltas = [e.text for e in events + rest if isinstance(e, ArgumentsDelta)]
+    assert deltas[-2:] == [', "tags": ["a"]', "}"]
+    assert_stream_equals_parse(get_parser(fmt), text)
+
+
+@pytest.mark.parametrize("fmt", ["functiongemma", "gemma4"])
+def test_gemma_string_cut_off_mid_value(fmt):
+    open_, quote = {
+        "functiongemma": ("<start_function_call>", "<escape>"),
+        "gemma4": ("<|tool_call>", '<|"|>'),
+    }[fmt]
+    text = f"{open_}call:search{{query:{quote}half a val"
+    result = assert_stream_equals_parse(get_parser(fmt), text)
+    assert result.tool_calls[0].name == "search"
+    assert result.tool_calls[0].raw_arguments is not None
+    assert result.errors

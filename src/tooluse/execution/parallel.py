@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import inspect
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED
 from typing import Any
 
@@ -128,63 +129,39 @@ class AsyncToolExecutor(SimpleToolExecutor):
         If the awaiting task itself is cancelled, the running calls are cancelled too and the
         ``CancelledError`` propagates.
         """
-        return await self.execute_batch_reporting(calls, cancel=cancel, on_result=None)
+        if len(calls) == 1 and cancel is None:
+            return (await self.execute_async(calls[0]),)
+        results: dict[int, ToolResult] = {}
+        async with contextlib.aclosing(self.aiter_batch(calls, cancel=cancel)) as ended:
+            async for index, result in ended:
+                results[index] = result
+        return tuple(results[i] for i in range(len(calls)))
 
-    async def execute_batch_reporting(
-        self,
-        calls: Sequence[ToolCall],
-        *,
-        on_result: Callable[[int, ToolResult], Any] | None,
-        cancel: CancellationToken | None = None,
-    ) -> tuple[ToolResult, ...]:
-        """:meth:`execute_batch_async` that also calls ``on_result(index, result)`` as each
-        call completes (so a UI can show it at once); results made up afterwards for
-        cancelled calls are only returned."""
+    async def aiter_batch(
+        self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
+    ) -> AsyncGenerator[tuple[int, ToolResult], None]:
+        """Run calls in parallel, yielding ``(index, result)`` as each call ends (completed,
+        failed, timed out or cancelled); every call gets exactly one result.
+
+        Closing the iterator early, or cancelling the task iterating it, cancels the calls
+        still running.
+        """
         if not calls:
-            return ()
+            return
         started = time.perf_counter()
         if cancel is not None and cancel.cancelled:
-            return tuple(self._cancelled(call, started) for call in calls)
+            for index, call in enumerate(calls):
+                yield index, self._cancelled(call, started)
+            return
         semaphore = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
 
-        async def bounded(index: int, call: ToolCall) -> ToolResult:
+        async def bounded(call: ToolCall) -> ToolResult:
             if semaphore is None:
-                result = await self.execute_async(call)
-            else:
-                async with semaphore:
-                    result = await self.execute_async(call)
-            if on_result is not None:
-                on_result(index, result)
-            return result
+                return await self.execute_async(call)
+            async with semaphore:
+                return await self.execute_async(call)
 
-        if len(calls) == 1 and cancel is None:
-            return (await bounded(0, calls[0]),)
-        tasks = [asyncio.ensure_future(bounded(i, call)) for i, call in enumerate(calls)]
-        try:
-            if cancel is None:
-                await asyncio.wait(tasks)
-            else:
-                await self._wait_or_cancel(tasks, cancel)
-        except asyncio.CancelledError:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
-        results: list[ToolResult] = []
-        for call, task in zip(calls, tasks, strict=True):
-            if task.cancelled():
-                results.append(self._cancelled(call, started))
-            elif task.exception() is not None:
-                # Only a hook can raise here; the call still gets its answer.
-                results.append(self._failure(call, task.exception()))
-            else:
-                results.append(task.result())
-        return tuple(results)
-
-    @staticmethod
-    async def _wait_or_cancel(
-        tasks: Sequence[asyncio.Future[Any]], cancel: CancellationToken
-    ) -> None:
+        running = {asyncio.ensure_future(bounded(call)): i for i, call in enumerate(calls)}
         loop = asyncio.get_running_loop()
         fired: asyncio.Future[None] = loop.create_future()
 
@@ -192,25 +169,38 @@ class AsyncToolExecutor(SimpleToolExecutor):
             if not fired.done():
                 fired.set_result(None)
 
-        def on_cancel() -> None:
+        def on_cancel() -> None:  # the token may fire in any thread
             loop.call_soon_threadsafe(set_fired)
 
-        cancel.add_callback(on_cancel)
+        if cancel is not None:
+            cancel.add_callback(on_cancel)
         try:
-            pending = set(tasks)
-            while pending and not fired.done():
-                _, pending = await asyncio.wait(
-                    pending | {fired}, return_when=asyncio.FIRST_COMPLETED
-                )
-                pending.discard(fired)
-            if pending:
-                for task in pending:
-                    task.cancel()
-                await asyncio.gather(*pending, return_exceptions=True)
+            while running:
+                waiting: set[asyncio.Future[Any]] = {*running, fired}
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if fired in done:
+                    for task in running:
+                        task.cancel()
+                    await asyncio.wait(running)
+                for task in [t for t in running if t.done()]:
+                    index = running.pop(task)
+                    call = calls[index]
+                    if task.cancelled():
+                        yield index, self._cancelled(call, started)
+                    elif task.exception() is not None:
+                        # Only a hook can raise here; the call still gets its answer.
+                        yield index, self._failure(call, task.exception())
+                    else:
+                        yield index, task.result()
         finally:
-            cancel.remove_callback(on_cancel)
+            if cancel is not None:
+                cancel.remove_callback(on_cancel)
             if not fired.done():
                 fired.cancel()
+            if running:  # the consumer stopped early or was cancelled
+                for task in running:
+                    task.cancel()
+                await asyncio.gather(*running, return_exceptions=True)
 
     # -- sync facade: the same batch semantics from synchronous code -----------------------------
 

@@ -114,7 +114,9 @@ def collect_events(events: Iterable[StreamEvent]) -> ParsedToolResponse:
 class ArgumentsWriter:
     """Writes one call's arguments as a JSON object, one member at a time, while it streams.
 
-    ``member`` sends a member as soon as the format has read it; ``close`` receives the
+    ``member`` sends a member as soon as the format has read it (``open_string``,
+    ``string_piece`` and ``close_string`` send a string member as its text arrives, for formats
+    whose strings need no unescaping); ``close`` receives the
     arguments the call finally has and sends whatever the members sent so far lack (a member
     that could not be read alone, or a later duplicate), then the closing brace. So the texts
     always decode to the final arguments, however well the early members were read.
@@ -122,23 +124,50 @@ class ArgumentsWriter:
 
     def __init__(self, emit: Callable[[str], None]) -> None:
         self._emit = emit
-        self._sent: dict[str, str] = {}
+        self._sent: dict[str, str] = {}  # key -> JSON text of the value sent last
+        self._open_key: str | None = None  # a string value being sent piece by piece
         self._closed = False
 
+    def _lead(self, key: str) -> str:
+        return ("{" if not self._sent else ", ") + json.dumps(key, ensure_ascii=False) + ": "
+
     def member(self, key: str, value: Any) -> None:
-        if self._closed:
+        if self._closed or self._open_key is not None:
             return
         try:
             value_text = json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError, RecursionError):
             return  # left for close(), which sends the final value
-        lead = ", " if self._sent else "{"
-        self._emit(f"{lead}{json.dumps(key, ensure_ascii=False)}: {value_text}")
+        if self._sent.get(key) == value_text:
+            return  # already sent (a string value streamed piece by piece)
+        self._emit(self._lead(key) + value_text)
         self._sent[key] = value_text
+
+    def open_string(self, key: str) -> None:
+        """Begin a string value whose text follows in :meth:`string_piece` calls."""
+        if self._closed or self._open_key is not None:
+            return
+        self._emit(self._lead(key) + '"')
+        self._sent[key] = ""  # unknown until close_string
+        self._open_key = key
+
+    def string_piece(self, text: str) -> None:
+        if self._open_key is not None and text:
+            self._emit(json.dumps(text, ensure_ascii=False)[1:-1])
+
+    def close_string(self, value: str) -> None:
+        """End the open string value; ``value`` is its whole text."""
+        if self._open_key is not None:
+            self._emit('"')
+            self._sent[self._open_key] = json.dumps(value, ensure_ascii=False)
+            self._open_key = None
 
     def close(self, arguments: dict[str, Any]) -> None:
         if self._closed:
             return
+        if self._open_key is not None:  # cut off inside a string: its value stays unknown
+            self._emit('"')
+            self._open_key = None
         for key, value in arguments.items():
             if self._sent.get(key) != _json_text(value):
                 self.member(key, value)

@@ -5,7 +5,8 @@
   ``<|channel>thought ... <channel|>``.
 
 Keys are bare words and strings are delimited by a special token, so string text may contain
-anything (braces, quotes, the end marker) without escaping.
+anything (braces, quotes, the end marker) without escaping. A call starts as soon as
+``call:NAME{`` is read and its arguments stream as JSON one member at a time.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = ["FunctionGemmaParser", "Gemma4Parser"]
 _CALL = re.compile(r"\s*call:([A-Za-z0-9_.\-]{1,128})\s*(\{.*\})?\s*", re.DOTALL)
 _HEADER = re.compile(r"\s*call:([A-Za-z0-9_.\-]{1,128})\s*\{")
 _MAX_HEADER = 256
+_STRING_KEY = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*")
 _STRUCTURE = re.compile(r"[{}\[\],]")
 
 
@@ -54,6 +56,14 @@ class _MemberSplitter:
                 start = match.end()
         if self.depth > 0:
             self.pieces.append(text[start:])
+
+    def string_key(self) -> str | None:
+        """The key whose value a string starting now is (``key:`` alone so far at the object's
+        own level), else ``None``."""
+        if self.depth != 1 or len(self.pieces) > 1:
+            return None
+        match = _STRING_KEY.fullmatch("".join(self.pieces))
+        return match.group(1) if match else None
 
     def string(self, encoded: str) -> None:
         if self.depth > 0:
@@ -86,6 +96,8 @@ class _CallObjectMachine(StreamMachine):
         self._started: tuple[tuple[int, str, ArgumentsWriter], str] | None = None
         self._splitter: _MemberSplitter | None = None
         self._header: list[str] | None = None  # code read while the header is incomplete
+        self._string: list[str] = []  # text of the string being read
+        self._string_streams = False  # whether that string is a member value sent as it comes
 
     def _step(self) -> bool:
         if self._state == "text":
@@ -119,23 +131,43 @@ class _CallObjectMachine(StreamMachine):
             self._raw.append(found.marker)
             if found.marker == self.quote:
                 self._header = None  # a string before "call:NAME{": not a streamable call
-                self._state = "string"
+                self._open_string()
                 return True
             self._end_body(cut=False)
             return True
-        got = self._collect_until(self._string_markers)  # "string": up to the closing quote
-        if got is None:
-            return False
-        text, marker = got
+        # "string": its text needs no unescaping, so a member's string value is sent as it comes
+        found = self._string_markers.find(self._buf, self._pos, self._final)
+        piece = self._buf[self._pos : found.text_end]
+        self._pos = found.text_end
+        self._string.append(piece)
+        if self._string_streams and self._started is not None:
+            self._started[0][2].string_piece(piece)
+        if found.marker is None and not self._final:
+            return bool(piece)
+        marker = found.marker
+        if marker is not None:
+            self._pos = found.marker_end
+        text, self._string = "".join(self._string), []
         self._raw.append(text + (marker or ""))
         self._parts.append(json.dumps(text, ensure_ascii=False))
         if self._splitter is not None:
             self._splitter.string(self._parts[-1])
+        if self._string_streams and self._started is not None and marker is not None:
+            self._started[0][2].close_string(text)
+        self._string_streams = False
         if marker is None:
             self._end_body(cut=True)
         else:
             self._state = "body"
         return True
+
+    def _open_string(self) -> None:
+        self._state = "string"
+        self._string = []
+        key = self._splitter.string_key() if self._splitter is not None else None
+        self._string_streams = key is not None and self._started is not None
+        if key is not None and self._started is not None:
+            self._started[0][2].open_string(key)
 
     def _stream_code(self, code: str) -> None:
         """Start the call as soon as its header is read, then send each completed member."""

@@ -8,10 +8,11 @@ by the format's closing marker finishes any started call with ``raw_arguments`` 
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-from tooluse.formats.base import StreamMachine
+from tooluse.formats.base import StreamMachine, normalise_arguments
 from tooluse.formats.json_scanner import ARGUMENT_KEYS, JsonScanner
 from tooluse.formats.lexer import MarkerSet
 from tooluse.formats.literals import LiteralSyntaxError, decode_arguments
@@ -233,6 +234,10 @@ class JsonCallMachine(StreamMachine):
                     problem=problem or shape_problem,
                 )
             else:
+                if not streamed:  # arguments before the name, or sent as a JSON string
+                    args, unread, _ = normalise_arguments(arguments, raw_arguments)
+                    if unread is None:
+                        self._emit_arguments(index, json.dumps(args, ensure_ascii=False))
                 self._finish_call(
                     index, cid, started_name, arguments, raw_arguments=raw_arguments, raw=raw
                 )

@@ -317,6 +317,7 @@ class _PythonicMachine(StreamMachine):
         started, name = pending
         code = code.strip()
         args = code[code.find("(") + 1 :] if "(" in code else code
+        args = args[:-1] if args.endswith(")") else args
         self._end_streamed_call(
             started, name, None, raw_arguments=args, raw=raw or code, problem=problem
         )

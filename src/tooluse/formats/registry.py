@@ -5,32 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tooluse.formats import gemma_calls, harmony, hermes, json_formats, pythonic, xml_params
 from tooluse.formats.base import TextFormatParser, ToolCallParser
-from tooluse.formats.gemma_calls import FunctionGemmaParser, Gemma4Parser
-from tooluse.formats.harmony import HarmonyParser
-from tooluse.formats.hermes import (
-    GraniteParser,
-    HermesToolCallParser,
-    JambaParser,
-    NemotronParser,
-    Phi4MiniParser,
-)
-from tooluse.formats.json_formats import (
-    DeepSeekV3Parser,
-    DeepSeekV31Parser,
-    FunctionTagParser,
-    KimiK2Parser,
-    Llama3JsonParser,
-    MistralParser,
-    MistralV11Parser,
-)
-from tooluse.formats.pythonic import GemmaToolCodeParser, Lfm2Parser, Olmo3Parser, PythonicParser
-from tooluse.formats.xml_params import (
-    GlmParser,
-    MiniMaxM2Parser,
-    Qwen3CoderParser,
-    SeedOssParser,
-)
 
 __all__ = ["available_formats", "get_parser", "register_format"]
 
@@ -71,29 +47,29 @@ def available_formats() -> list[str]:
 
 def _register_builtins() -> None:
     builtins: list[tuple[type[TextFormatParser], tuple[str, ...]]] = [
-        (HermesToolCallParser, ("qwen", "qwen2.5", "qwen2_5", "qwen3", "qwq", "smollm2")),
-        (Llama3JsonParser, ("llama3", "llama3.1", "llama3.2", "llama3.3", "llama3_1")),
-        (MistralParser, ("mistral_v3", "mistral_nemo")),
-        (MistralV11Parser, ("mistral_small", "devstral", "magistral")),
-        (DeepSeekV3Parser, ("deepseek", "deepseek_r1")),
-        (DeepSeekV31Parser, ("deepseek_v3.1",)),
-        (Qwen3CoderParser, ("qwen3_xml", "qwen3.5", "qwen3_5")),
-        (PythonicParser, ("llama4", "llama4_pythonic", "llama3.2_pythonic", "toolace")),
-        (GemmaToolCodeParser, ("gemma3", "gemma", "tool_code")),
-        (FunctionGemmaParser, ("function_gemma",)),
-        (Gemma4Parser, ()),
-        (HarmonyParser, ("gpt_oss", "gpt-oss", "openai_harmony")),
-        (KimiK2Parser, ("kimi", "kimi_k2.5")),
-        (SeedOssParser, ("seed",)),
-        (MiniMaxM2Parser, ("minimax",)),
-        (Lfm2Parser, ("lfm2.5",)),
-        (Olmo3Parser, ("olmo",)),
-        (GraniteParser, ("granite3",)),
-        (JambaParser, ("hunyuan",)),
-        (Phi4MiniParser, ("phi4", "firefunction")),
-        (NemotronParser, ()),
-        (FunctionTagParser, ("functionary_v3_1", "llama3_function")),
-        (GlmParser, ("glm", "glm4.5", "glm4.6", "glm46", "glm4.7", "glm47", "glm5")),
+        (hermes.HermesToolCallParser, ("qwen", "qwen2.5", "qwen2_5", "qwen3", "qwq", "smollm2")),
+        (json_formats.Llama3JsonParser, ("llama3", "llama3.1", "llama3.2", "llama3.3", "llama3_1")),
+        (json_formats.MistralParser, ("mistral_v3", "mistral_nemo")),
+        (json_formats.MistralV11Parser, ("mistral_small", "devstral", "magistral")),
+        (json_formats.DeepSeekV3Parser, ("deepseek", "deepseek_r1")),
+        (json_formats.DeepSeekV31Parser, ("deepseek_v3.1",)),
+        (xml_params.Qwen3CoderParser, ("qwen3_xml", "qwen3.5", "qwen3_5")),
+        (pythonic.PythonicParser, ("llama4", "llama4_pythonic", "llama3.2_pythonic", "toolace")),
+        (pythonic.GemmaToolCodeParser, ("gemma3", "gemma", "tool_code")),
+        (gemma_calls.FunctionGemmaParser, ("function_gemma",)),
+        (gemma_calls.Gemma4Parser, ()),
+        (harmony.HarmonyParser, ("gpt_oss", "gpt-oss", "openai_harmony")),
+        (json_formats.KimiK2Parser, ("kimi", "kimi_k2.5")),
+        (xml_params.SeedOssParser, ("seed",)),
+        (xml_params.MiniMaxM2Parser, ("minimax",)),
+        (pythonic.Lfm2Parser, ("lfm2.5",)),
+        (pythonic.Olmo3Parser, ("olmo",)),
+        (hermes.GraniteParser, ("granite3",)),
+        (hermes.JambaParser, ("hunyuan",)),
+        (hermes.Phi4MiniParser, ("phi4", "firefunction")),
+        (hermes.NemotronParser, ()),
+        (json_formats.FunctionTagParser, ("functionary_v3_1", "llama3_function")),
+        (xml_params.GlmParser, ("glm", "glm4.5", "glm4.6", "glm46", "glm4.7", "glm47", "glm5")),
     ]
     for parser, aliases in builtins:
         register_format(parser.name, parser, aliases=aliases)

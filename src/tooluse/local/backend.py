@@ -47,6 +47,9 @@ __all__ = ["LlamaCppBackend", "TurnPlan"]
 DEFAULT_MAX_TOKENS = 256
 MAX_PARALLEL_CALLS = 4
 SCORING_CONTEXT = 1024
+# Strings in constrained calls end within this many characters (unless the schema says
+# otherwise), so a model looping inside an argument still closes a valid call.
+CALL_MAX_STRING_LENGTH = 160
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,7 +239,9 @@ class LlamaCppBackend:
 
     def call_grammar_text(self, tools: Sequence[ToolDefinition], parallel: bool = False) -> str:
         """GBNF text that matches one turn of calls to ``tools`` in this profile's format."""
-        builder = GrammarBuilder(strict=self.strict_grammar)
+        builder = GrammarBuilder(
+            strict=self.strict_grammar, max_string_length=CALL_MAX_STRING_LENGTH
+        )
         call = tool_call_rules(builder, [(t.name, t.parameters_schema) for t in tools])
         profile = self.profile
         if profile.list_form:

@@ -36,6 +36,9 @@ class DecodeSettings:
     stop: tuple[str, ...] = ()
     repeat_penalty: float = 1.0
     repeat_window: int = 32
+    # With a grammar: when the output starts repeating itself, end the current JSON string
+    # (if the grammar allows it there) instead of looping until max_tokens.
+    break_loops: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,6 +134,7 @@ class TokenLoop:
         self.last_prefill_tokens = 0
         self._pieces: dict[int, bytes] = {}
         self._piece_buffer = ctypes.create_string_buffer(256)
+        self._quote_tokens: list[int] | None = None
 
     def piece(self, token: int) -> bytes:
         """The bytes of one token (special tokens render as nothing)."""
@@ -213,7 +217,11 @@ class TokenLoop:
             logits = self.logits()
             if settings.repeat_penalty != 1.0 and recent:
                 logits = penalise_repeats(logits, recent, settings.repeat_penalty)
-            token = self._pick(logits, settings, grammar, rng)
+            token = -1
+            if grammar is not None and settings.break_loops and is_looping(recent):
+                token = self._close_string(logits, grammar)
+            if token < 0:
+                token = self._pick(logits, settings, grammar, rng)
             recent = (recent + [token])[-settings.repeat_window :]
             if token == self.eos or self.llm.token_eos() == token:
                 return
@@ -225,6 +233,18 @@ class TokenLoop:
             if settings.stop and any(s in text for s in settings.stop):
                 return
             self.llm.eval([token])
+
+    def _close_string(self, logits: np.ndarray, grammar: GrammarSampler) -> int:
+        """The best allowed token that ends a JSON string, or -1 when none is allowed."""
+        if self._quote_tokens is None:
+            self._quote_tokens = [
+                t for t in range(self.n_vocab) if self.piece(t).lstrip().startswith(b'"')
+            ]
+        masked = grammar.mask(logits)
+        allowed = [t for t in self._quote_tokens if np.isfinite(masked[t])]
+        if not allowed:
+            return -1
+        return int(max(allowed, key=lambda t: masked[t]))
 
     def _pick(
         self,
@@ -266,3 +286,16 @@ def penalise_repeats(logits: np.ndarray, recent: list[int], penalty: float) -> n
     values = out[ids]
     out[ids] = np.where(values > 0, values / penalty, values * penalty)
     return out
+
+
+def is_looping(recent: list[int]) -> bool:
+    """Whether the last tokens repeat one short pattern (3 times, or twice for 4+ tokens)."""
+    for period in range(1, 9):
+        times = 3 if period < 4 else 2
+        span = period * times
+        if len(recent) < span:
+            break
+        tail = recent[-span:]
+        if all(tail[i] == tail[i % period] for i in range(span)):
+            return True
+    return False

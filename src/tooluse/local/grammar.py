@@ -150,8 +150,10 @@ class GrammarBuilder:
     One builder can hold several schemas (one per tool) that share the primitive rules.
     """
 
-    def __init__(self, *, strict: bool = False) -> None:
+    def __init__(self, *, strict: bool = False, max_string_length: int | None = None) -> None:
         self.strict = strict
+        # a cap for strings without maxLength: a small model can loop inside a string forever
+        self.max_string_length = max_string_length
         self._rules: dict[str, str] = {}
         self._primitives: set[str] = set()
         self._refs: dict[tuple[int, str], str] = {}
@@ -292,11 +294,11 @@ class GrammarBuilder:
             if self.strict:
                 raise self._fail(f"format: {fmt}", path)
         low = schema.get("minLength", 0)
-        high = schema.get("maxLength")
+        high = schema.get("maxLength", self.max_string_length)
         if low == 0 and high is None:
             return self._primitive("string")
         self._primitive("char")
-        if high is not None and high > MAX_SPELLED_REPEAT:
+        if high is not None and high > MAX_SPELLED_REPEAT and "maxLength" in schema:
             if self.strict:
                 raise self._fail("maxLength", path)
             high = None
