@@ -49,7 +49,7 @@ MAX_PARALLEL_CALLS = 4
 SCORING_CONTEXT = 1024
 # Strings in constrained calls end within this many characters (unless the schema says
 # otherwise), so a model looping inside an argument still closes a valid call.
-CALL_MAX_STRING_LENGTH = 160
+CALL_MAX_STRING_LENGTH = 120
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -302,7 +302,11 @@ class LlamaCppBackend:
             )
             yield GenerationDone(result=result)
             return
-        parsed = self.profile.parse(text)
+        parsed = (
+            self.profile.parse_constrained(text)
+            if plan.mode == "call"
+            else self.profile.parse(text)
+        )
         for error in parsed.errors:
             yield ParseError(message=error, raw=text)
         if parsed.text and plan.mode == "free":

@@ -290,7 +290,7 @@ def penalise_repeats(logits: np.ndarray, recent: list[int], penalty: float) -> n
 
 def is_looping(recent: list[int]) -> bool:
     """Whether the last tokens repeat one short pattern (3 times, or twice for 4+ tokens)."""
-    for period in range(1, 9):
+    for period in range(1, 17):
         times = 3 if period < 4 else 2
         span = period * times
         if len(recent) < span:

@@ -130,6 +130,30 @@ class ToolPromptProfile:
 
     # -- output side --------------------------------------------------------------------------
 
+    def parse_constrained(self, text: str) -> ParsedTurn:
+        """Read output written under this profile's call grammar.
+
+        The layout is known exactly, so markers inside argument strings cannot cut a call.
+        Output cut short (``max_tokens``) falls back to :meth:`parse`, which reports it.
+        """
+        if self.list_form and text.startswith(self.open) and text.endswith(self.close):
+            body = text[len(self.open) : len(text) - len(self.close)]
+            calls, error = read_call_json(f"[{body}]")
+            return ParsedTurn(text="", calls=tuple(calls), errors=(error,) if error else ())
+        if not self.list_form and text.startswith(self.open) and text.endswith(self.close):
+            wrapped = text.split(self.close + self.separator + self.open)
+            wrapped[0] = wrapped[0][len(self.open) :]
+            wrapped[-1] = wrapped[-1][: len(wrapped[-1]) - len(self.close)]
+            calls = []
+            errors = []
+            for body in wrapped:
+                found, error = read_call_json(body)
+                calls.extend(found)
+                if error:
+                    errors.append(error)
+            return ParsedTurn(text="", calls=tuple(calls), errors=tuple(errors))
+        return self.parse(text)
+
     def parse(self, text: str) -> ParsedTurn:
         """Split model output into text and calls; unreadable call text stays in ``errors``.
 
