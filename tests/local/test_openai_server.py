@@ -3,7 +3,6 @@ embedded model, driven by the tool loop through ``OpenAIBackend``."""
 
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 import sys
@@ -80,27 +79,10 @@ def server_url(tmp_path_factory):
         log.close()
 
 
-class NullContentAsEmpty(httpx.HTTPTransport):
-    """llama-cpp-python's server rejects ``"content": null`` on an assistant message with
-    tool calls (its schema wants a string), which OpenAI itself accepts; send ``""`` instead."""
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.read() or b"{}")
-        for message in body.get("messages", []):
-            if message.get("role") == "assistant" and message.get("content") is None:
-                message["content"] = ""
-        content = json.dumps(body).encode()
-        headers = dict(request.headers)
-        headers["content-length"] = str(len(content))
-        rebuilt = httpx.Request(request.method, request.url, headers=headers, content=content)
-        return super().handle_request(rebuilt)
-
-
 def test_tool_loop_through_openai_backend(server_url):
     from tooluse.providers.openai_backend import OpenAIBackend
 
     backend = OpenAIBackend(model="smollm2", base_url=server_url, api_key="none", timeout=120)
-    backend.transport._client = httpx.Client(timeout=120, transport=NullContentAsEmpty())
     result = tooluse.run(
         backend,
         "What's the weather in Paris?",

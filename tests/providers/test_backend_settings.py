@@ -79,3 +79,22 @@ def test_request_paths_and_stream_fields():
     assert path.endswith("/converse") and "stream" not in body
     assert bedrock.transport.headers["authorization"] == "Bearer token"
     assert not bedrock.capabilities.supports_tool_choice_none
+
+
+def test_assistant_turn_without_text_sends_null_to_openai_and_empty_string_elsewhere():
+    from tooluse import ChatMessage, ToolCall, ToolResult
+    from tooluse.providers.openai_backend import OpenAIBackend
+
+    history = [
+        ChatMessage(role="user", content="weather?"),
+        ChatMessage(role="assistant", tool_calls=(ToolCall(id="c1", name="w", arguments={}),)),
+        ChatMessage.tool_result(ToolResult.success(call_id="c1", tool_name="w", output="17")),
+    ]
+
+    def assistant_content(backend):
+        body = backend.wire.encode_request(history, (), model="m", **backend.encode_options())
+        return next(m for m in body["messages"] if m["role"] == "assistant")["content"]
+
+    assert assistant_content(OpenAIBackend(api_key="k")) is None
+    local = OpenAIBackend(base_url="http://127.0.0.1:8080/v1", api_key="none")
+    assert assistant_content(local) == ""

@@ -28,6 +28,8 @@ class OpenAIBackend(HTTPBackend):
     ``$OPENAI_API_KEY`` (required only for OpenAI itself; local servers need none).
     ``timeout`` is in seconds; ``max_retries`` retries 429/5xx/timeouts with backoff.
     ``id_style="mistral"`` maps call ids to Mistral's 9-character form.
+    Assistant turns without text send ``"content": null`` to OpenAI itself and ``""`` to any
+    other server (several compatible servers reject null).
     """
 
     provider = "openai"
@@ -79,7 +81,10 @@ class OpenAIBackend(HTTPBackend):
         return "responses" if self.api == "responses" else "chat/completions"
 
     def encode_options(self) -> dict[str, Any]:
-        return {} if self.api == "responses" else {"id_style": self.id_style}
+        if self.api == "responses":
+            return {}
+        empty = None if self.transport.base_url == OPENAI_URL else ""
+        return {"id_style": self.id_style, "empty_content": empty}
 
     def stream_fields(self) -> dict[str, Any]:
         if self.api == "chat" and self.stream_usage:

@@ -61,8 +61,14 @@ def encode_request(
     model: str = "",
     strict: bool = False,
     id_style: IdStyle = "openai",
+    empty_content: str | None = None,
 ) -> dict[str, Any]:
-    """The Chat Completions request body."""
+    """The Chat Completions request body.
+
+    ``empty_content`` is what an assistant turn with tool calls and no text sends as
+    ``content``: ``None`` (JSON null, as OpenAI documents) or ``""`` for compatible servers
+    whose schema wants a string (llama-cpp-python's server answers null with HTTP 500).
+    """
     wire_id = CallIdMapper(id_style)
     out: list[dict[str, Any]] = []
     for turn in group_turns(messages, keep_system=True):
@@ -72,7 +78,7 @@ def encode_request(
                 for r in turn.results
             )
         elif turn.role == "assistant":
-            out.append(_assistant(turn, wire_id))
+            out.append(_assistant(turn, wire_id, empty_content))
         else:
             entry: dict[str, Any] = {"role": turn.role, "content": turn.content}
             if turn.name and turn.role == "user":
@@ -93,8 +99,10 @@ def encode_request(
     return body
 
 
-def _assistant(message: ChatMessage, wire_id: CallIdMapper) -> dict[str, Any]:
-    entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+def _assistant(
+    message: ChatMessage, wire_id: CallIdMapper, empty_content: str | None
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {"role": "assistant", "content": message.content or empty_content}
     if message.tool_calls:
         entry["tool_calls"] = [
             {
