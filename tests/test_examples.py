@@ -1,5 +1,5 @@
-"""The examples in ``examples/`` (the seeds' tools, the loop, extraction and a conversation) run
-as scripts and print what their docs promise."""
+"""The examples in ``examples/`` (the seeds' tools, the loop, extraction, a conversation, an
+environment and an evaluation) run as scripts and print what their docs promise."""
 
 from __future__ import annotations
 
@@ -114,3 +114,21 @@ def test_examples_importable_functions_behave():
     assert loop_example.get_weather("Tokyo", "fahrenheit")["temperature"] == 75
     result = loop_example.main()
     assert result.stop_reason.value == "final_text"
+
+
+def test_env_arithmetic_example():
+    out = run_example("env_arithmetic.py")
+    assert "Tools: ['python', 'submit_answer']" in out
+    assert "Output: 12.0" in out
+    assert "monitor tool_validity=1.00 weight=0.0" in out
+    assert "Done: True correct: True reward: 1.0" in out
+    assert "Success: True" in out
+    assert "steps: 2 reward: 1.0 answer: 52" in out
+
+
+def test_eval_bfcl_example():
+    out = run_example("eval_bfcl.py")
+    assert "entries: 11" in out
+    assert "simple                    1/7" in out
+    assert "irrelevance               4/4" in out
+    assert "all entries              5/11" in out
