@@ -12,7 +12,7 @@ import json
 import os
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,11 +28,16 @@ from tooluse.events import (
 from tooluse.local.chat_prompt import ChatTemplateError, render_prompt
 from tooluse.local.decision import ToolDecider, default_decider, latest_request, rank_tools
 from tooluse.local.decoding import DecodeSettings, GrammarSampler, TokenLoop
-from tooluse.local.grammar import GrammarBuilder, gbnf_literal, tool_call_rules
+from tooluse.local.grammar import (
+    GrammarBuilder,
+    gbnf_literal,
+    minimal_instance,
+    tool_call_rules,
+)
 from tooluse.local.model_files import check_model_path, default_model_path
 from tooluse.local.profiles import ToolPromptProfile, profile_for
 from tooluse.local.runtime import import_llama_cpp
-from tooluse.messages import ChatMessage, Usage
+from tooluse.messages import ChatMessage, ToolCall, Usage
 from tooluse.providers.base import (
     GenerationDone,
     GenerationResult,
@@ -50,6 +55,8 @@ SCORING_CONTEXT = 1024
 # Strings in constrained calls end within this many characters (unless the schema says
 # otherwise), so a model looping inside an argument still closes a valid call.
 CALL_MAX_STRING_LENGTH = 120
+# Token allowance per argument value in a call's own budget (on top of the closing reserve).
+CALL_TOKENS_PER_VALUE = 40
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -240,7 +247,9 @@ class LlamaCppBackend:
     def call_grammar_text(self, tools: Sequence[ToolDefinition], parallel: bool = False) -> str:
         """GBNF text that matches one turn of calls to ``tools`` in this profile's format."""
         builder = GrammarBuilder(
-            strict=self.strict_grammar, max_string_length=CALL_MAX_STRING_LENGTH
+            strict=self.strict_grammar,
+            max_string_length=CALL_MAX_STRING_LENGTH,
+            plain_string_start=True,
         )
         call = tool_call_rules(builder, [(t.name, t.parameters_schema) for t in tools])
         profile = self.profile
@@ -274,7 +283,7 @@ class LlamaCppBackend:
             plan = self.plan(messages, tools, tool_choice)
             prompt_text = self.render(messages, plan.tools if plan.show_tools else ())
             prompt = self.loop.tokenize(prompt_text)
-            settings = self._settings(params, len(prompt), plan.mode == "call")
+            settings = self._settings(params, len(prompt))
             grammar = None
             if plan.mode == "call":
                 allowed = plan.tools
@@ -282,7 +291,9 @@ class LlamaCppBackend:
                     request, _ = latest_request(messages)
                     if request.strip():
                         allowed = (rank_tools(self, request, allowed)[0][1],)
-                grammar = self.grammar_for(allowed, bool(params.parallel_tool_calls))
+                parallel = bool(params.parallel_tool_calls)
+                grammar = self.grammar_for(allowed, parallel)
+                settings = self._call_settings(settings, allowed, parallel, len(prompt))
             pieces: list[str] = []
             count = 0
             for step in self.loop.run(prompt, settings, grammar):
@@ -293,6 +304,8 @@ class LlamaCppBackend:
             text = "".join(pieces)
         usage = Usage(input_tokens=len(prompt), output_tokens=count, requests=1)
         hit_limit = count >= settings.max_tokens or self.llm.n_tokens >= self.loop.n_ctx
+        # the call was steered to its end in the closing reserve of its budget
+        closed_early = grammar is not None and count > settings.max_tokens - settings.close_within
         if plan.mode == "text":
             result = GenerationResult(
                 text=text.strip(),
@@ -321,7 +334,7 @@ class LlamaCppBackend:
             tool_calls=parsed.calls,
             usage=usage,
             finish_reason=finish,
-            raw={"plan": plan.reason, "output": text},
+            raw={"plan": plan.reason, "output": text, "closed_early": closed_early},
         )
         yield GenerationDone(result=result)
 
@@ -397,9 +410,41 @@ class LlamaCppBackend:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _settings(
-        self, params: SamplingParams, prompt_tokens: int, call: bool = False
+    def call_budget(
+        self, tools: Sequence[ToolDefinition], parallel: bool = False
+    ) -> tuple[int, int]:
+        """``(budget, reserve)`` in tokens for one constrained turn of calls to ``tools``.
+
+        ``reserve`` covers writing the longest tool's call from scratch with the shortest
+        allowed values (so from any point of a call its end fits in it); ``budget`` adds
+        ``CALL_TOKENS_PER_VALUE`` per argument value. The budget replaces a smaller caller
+        ``max_tokens``: a call must not be cut off to honour a limit meant for text.
+        """
+        budget = reserve = 0
+        for tool in tools:
+            schema = tool.parameters_schema
+            skeleton = self.profile.render_calls(
+                [ToolCall(name=tool.name, arguments=minimal_instance(schema) or {})]
+            )
+            # forced literals may come out in smaller pieces than the natural tokenization
+            need = (3 * self.count_tokens(skeleton)) // 2 + 4
+            reserve = max(reserve, need)
+            budget = max(budget, need + CALL_TOKENS_PER_VALUE * max(1, count_values(schema)))
+        return (budget * MAX_PARALLEL_CALLS if parallel else budget), reserve
+
+    def _call_settings(
+        self,
+        settings: DecodeSettings,
+        tools: Sequence[ToolDefinition],
+        parallel: bool,
+        prompt_tokens: int,
     ) -> DecodeSettings:
+        budget, reserve = self.call_budget(tools, parallel)
+        room = self.loop.n_ctx - prompt_tokens
+        max_tokens = max(1, min(max(settings.max_tokens, budget), room))
+        return replace(settings, max_tokens=max_tokens, close_within=min(reserve, max_tokens))
+
+    def _settings(self, params: SamplingParams, prompt_tokens: int) -> DecodeSettings:
         room = self.loop.n_ctx - prompt_tokens
         if room <= 0:
             from tooluse.errors import ContextLengthError
@@ -430,6 +475,19 @@ class LlamaCppBackend:
 
     def __repr__(self) -> str:
         return f"LlamaCppBackend(model={self.model_name!r}, profile={self.profile.name!r})"
+
+
+def count_values(schema: Any, depth: int = 0) -> int:
+    """How many leaf values (strings, numbers...) the properties of ``schema`` hold, nested
+    objects and array items included once."""
+    if not isinstance(schema, dict) or depth > 8:
+        return 1
+    props = schema.get("properties")
+    if isinstance(props, dict) and props:
+        return sum(count_values(sub, depth + 1) for sub in props.values())
+    if isinstance(schema.get("items"), dict):
+        return count_values(schema["items"], depth + 1)
+    return 1
 
 
 def describe_tools(tools: Sequence[ToolDefinition]) -> str:

@@ -25,6 +25,13 @@ from tooluse.local.runtime import import_llama_cpp
 __all__ = ["DecodeSettings", "DecodeStep", "GrammarSampler", "TokenLoop"]
 
 
+# A model looping inside a string repeats sentences of up to ~30 tokens ("17 + 25 = 32. 32 / 6
+# = 5. 5 is the remainder. ..."), longer than the repeat-penalty window.
+MAX_LOOP_PERIOD = 40
+LOOP_WINDOW = 2 * MAX_LOOP_PERIOD
+CLOSING_BYTES = b'"}],\n '
+
+
 @dataclass(frozen=True, kw_only=True)
 class DecodeSettings:
     """How to pick tokens: ``temperature`` 0 is greedy; ``stop`` strings end the text."""
@@ -39,6 +46,10 @@ class DecodeSettings:
     # With a grammar: when the output starts repeating itself, end the current JSON string
     # (if the grammar allows it there) instead of looping until max_tokens.
     break_loops: bool = True
+    # With a grammar: in the last ``close_within`` tokens of the budget, prefer the tokens that
+    # close the structure (end the string, the object, the list), so a call that reaches its
+    # budget is finished rather than cut off. The caller sizes it from the schema.
+    close_within: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,6 +146,7 @@ class TokenLoop:
         self._pieces: dict[int, bytes] = {}
         self._piece_buffer = ctypes.create_string_buffer(256)
         self._quote_tokens: list[int] | None = None
+        self._closers: tuple[np.ndarray, ...] | None = None
 
     def piece(self, token: int) -> bytes:
         """The bytes of one token (special tokens render as nothing)."""
@@ -211,23 +223,30 @@ class TokenLoop:
             grammar.reset()
         text = ""
         recent: list[int] = []
-        for _ in range(settings.max_tokens):
+        window = max(settings.repeat_window, LOOP_WINDOW)
+        json_state = JsonStringState()
+        for index in range(settings.max_tokens):
             if self.llm.n_tokens >= self.n_ctx:
                 return  # the context is full: the caller reports finish_reason "length"
             logits = self.logits()
             if settings.repeat_penalty != 1.0 and recent:
-                logits = penalise_repeats(logits, recent, settings.repeat_penalty)
+                penalised = recent[-settings.repeat_window :]
+                logits = penalise_repeats(logits, penalised, settings.repeat_penalty)
             token = -1
-            if grammar is not None and settings.break_loops and is_looping(recent):
-                token = self._close_string(logits, grammar)
+            if grammar is not None:
+                if settings.max_tokens - index <= settings.close_within:
+                    token = self._close_structure(logits, grammar, json_state.in_string)
+                elif settings.break_loops and is_looping(recent):
+                    token = self._close_string(logits, grammar)
             if token < 0:
                 token = self._pick(logits, settings, grammar, rng)
-            recent = (recent + [token])[-settings.repeat_window :]
+            recent = (recent + [token])[-window:]
             if token == self.eos or self.llm.token_eos() == token:
                 return
             if grammar is not None:
                 grammar.accept(token)
             piece = decoder.decode(self.piece(token))
+            json_state.feed(piece)
             text += piece
             yield DecodeStep(token=token, text=piece)
             if settings.stop and any(s in text for s in settings.stop):
@@ -245,6 +264,37 @@ class TokenLoop:
         if not allowed:
             return -1
         return int(max(allowed, key=lambda t: masked[t]))
+
+    def _close_structure(self, logits: np.ndarray, grammar: GrammarSampler, in_string: bool) -> int:
+        """The allowed token that best heads for the end of the grammar.
+
+        Inside a JSON string: a token that ends it. Outside: tokens made only of closing
+        characters (brace, bracket, newline), then ones that also hold a comma or quote (on to
+        a required key, an empty string), then whatever the grammar forces.
+        """
+        if self._closers is None:
+            tiers: list[list[int]] = [[], [], [], []]
+            for t in range(self.n_vocab):
+                piece = self.piece(t)
+                if not piece:
+                    continue
+                if piece[:1] == b'"':
+                    tiers[2 if all(c in CLOSING_BYTES for c in piece) else 3].append(t)
+                if all(c in b"}]\n" for c in piece):
+                    tiers[0].append(t)
+                elif all(c in CLOSING_BYTES for c in piece) and piece.strip():
+                    tiers[1].append(t)
+            self._closers = tuple(np.asarray(tier, dtype=np.intc) for tier in tiers)
+        masked = grammar.mask(logits)
+        order = (2, 3) if in_string else (0, 1)
+        for index in order:
+            tier = self._closers[index]
+            allowed = tier[np.isfinite(masked[tier])]
+            if len(allowed):
+                return int(allowed[np.argmax(masked[allowed])])
+        if not np.isfinite(masked).any():
+            raise GrammarError("the grammar allows no token here (it has no valid completion)")
+        return int(np.argmax(masked))
 
     def _pick(
         self,
@@ -279,6 +329,23 @@ class TokenLoop:
         return int(rng.choice(len(probs), p=probs))
 
 
+class JsonStringState:
+    """Tracks whether streamed JSON text is inside a string (quotes and backslash escapes)."""
+
+    def __init__(self) -> None:
+        self.in_string = False
+        self._escaped = False
+
+    def feed(self, text: str) -> None:
+        for char in text:
+            if self._escaped:
+                self._escaped = False
+            elif self.in_string and char == "\\":
+                self._escaped = True
+            elif char == '"':
+                self.in_string = not self.in_string
+
+
 def penalise_repeats(logits: np.ndarray, recent: list[int], penalty: float) -> np.ndarray:
     """``logits`` with the tokens of ``recent`` made less likely (llama.cpp's repeat penalty)."""
     out = np.array(logits, dtype=np.float32)
@@ -289,8 +356,9 @@ def penalise_repeats(logits: np.ndarray, recent: list[int], penalty: float) -> n
 
 
 def is_looping(recent: list[int]) -> bool:
-    """Whether the last tokens repeat one short pattern (3 times, or twice for 4+ tokens)."""
-    for period in range(1, 17):
+    """Whether the last tokens repeat one pattern of up to ``MAX_LOOP_PERIOD`` tokens (3 times,
+    or twice for 4+ tokens)."""
+    for period in range(1, MAX_LOOP_PERIOD + 1):
         times = 3 if period < 4 else 2
         span = period * times
         if len(recent) < span:

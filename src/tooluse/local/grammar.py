@@ -26,7 +26,7 @@ from typing import Any
 
 from tooluse.errors import GrammarError
 
-__all__ = ["GrammarBuilder", "schema_to_gbnf"]
+__all__ = ["GrammarBuilder", "minimal_instance", "schema_to_gbnf"]
 
 # Keywords with no effect on which JSON texts are valid.
 ANNOTATION_KEYWORDS = frozenset(
@@ -103,6 +103,7 @@ PRIMITIVE_RULES: dict[str, str] = {
     "boolean": '"true" | "false"',
     "null": '"null"',
 }
+VALUE_HEAD_RULE = '[^"\\\\\\x7F\\x00-\\x20,\\[\\]{}] | "\\\\" ( ["\\\\/bfnrt] | "u" [0-9a-fA-F]{4} )'
 # Dependencies between the primitive rules, so only what is used gets emitted.
 PRIMITIVE_DEPS: dict[str, tuple[str, ...]] = {
     "value": ("object", "array", "string", "number", "boolean", "null"),
@@ -150,10 +151,20 @@ class GrammarBuilder:
     One builder can hold several schemas (one per tool) that share the primitive rules.
     """
 
-    def __init__(self, *, strict: bool = False, max_string_length: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        strict: bool = False,
+        max_string_length: int | None = None,
+        plain_string_start: bool = False,
+    ) -> None:
         self.strict = strict
         # a cap for strings without maxLength: a small model can loop inside a string forever
         self.max_string_length = max_string_length
+        # capped strings are not empty and do not start with whitespace, a comma or a closing
+        # bracket: a small model that wants to end the call early otherwise writes "" or
+        # "}}]</tool_call> ..." as the value
+        self.plain_string_start = plain_string_start
         self._rules: dict[str, str] = {}
         self._primitives: set[str] = set()
         self._refs: dict[tuple[int, str], str] = {}
@@ -304,6 +315,11 @@ class GrammarBuilder:
             high = None
         if low > MAX_SPELLED_REPEAT:
             raise self._fail("minLength", path)
+        if self.plain_string_start and low == 0 and high is not None and high > 0:
+            if "value-head" not in self._rules:
+                self._rules["value-head"] = VALUE_HEAD_RULE
+            rest = f"char{{0,{high - 1}}}"
+            return f'"\\"" value-head {rest} "\\""'
         rep = f"{{{low},{'' if high is None else high}}}"
         return f'"\\"" char{rep} "\\""'
 
@@ -442,3 +458,52 @@ def tool_call_rules(builder: GrammarBuilder, tools: Sequence[tuple[str, Mapping[
         head = gbnf_literal('{"name": ' + json.dumps(name, ensure_ascii=False) + ', "arguments": ')
         alts.append(builder.add_rule(f"call-{name}", f'{head} {args} "}}"'))
     return builder.add_rule("call", " | ".join(alts))
+
+
+def minimal_instance(schema: Any, root: Any = None, depth: int = 0) -> Any:
+    """The shortest JSON value that the call grammar of ``schema`` lets a model finish with.
+
+    Used to size the closing reserve of a constrained call: from any point of a call, the
+    remaining text is at most as long as the call written with these values. Follows the same
+    rules as the compiler (required properties only, shortest enum/anyOf option, minItems).
+    """
+    root = schema if root is None else root
+    if depth > 16 or schema is True or not isinstance(schema, Mapping) or not schema:
+        return None
+    if "$ref" in schema and isinstance(schema["$ref"], str):
+        target: Any = root
+        for part in schema["$ref"].lstrip("#").strip("/").split("/"):
+            if part and isinstance(target, Mapping):
+                target = target.get(part.replace("~1", "/").replace("~0", "~"), {})
+        return minimal_instance(target, root, depth + 1)
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return min(schema["enum"], key=lambda v: len(json.dumps(v, ensure_ascii=False)))
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            base = {k: v for k, v in schema.items() if k != key}
+            options = [minimal_instance(_merge(base, o), root, depth + 1) for o in schema[key]]
+            return min(options, key=lambda v: len(json.dumps(v, ensure_ascii=False)))
+    if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
+        base = {k: v for k, v in schema.items() if k != "allOf"}
+        return minimal_instance(_merge(base, schema["allOf"][0]), root, depth + 1)
+    kind = schema.get("type", _infer_type(schema))
+    if isinstance(kind, list):
+        kind = "null" if "null" in kind else (kind[0] if kind else "any")
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {
+            key: minimal_instance(props.get(key, {}), root, depth + 1)
+            for key in schema.get("required") or ()
+        }
+    if kind == "array":
+        item = minimal_instance(schema.get("items", {}), root, depth + 1)
+        return [item] * min(int(schema.get("minItems", 0)), MAX_SPELLED_REPEAT)
+    if kind == "string":
+        return "a" * min(int(schema.get("minLength", 0)), MAX_SPELLED_REPEAT)
+    if kind in ("integer", "number"):
+        return 0
+    if kind == "boolean":
+        return True
+    return None
