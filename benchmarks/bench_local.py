@@ -7,6 +7,10 @@ All baselines are measured in the same run:
 - constrained vs unconstrained generation on the same tool prompt, for tooluse's lazy grammar
   check and for llama.cpp's own grammar sampler (target <= 15 % slower);
 - tool-call validity on 32 questions over 4 tools, constrained vs unconstrained;
+- calls with four long strings under a short ``max_tokens``: the call budget and closing
+  reserve vs the caller's ``max_tokens`` alone;
+- the final answer after a tool result: share holding the tool's key value, with the answer
+  instruction vs the results appended plainly;
 - auto mode: right call/no-call share on a mixed set of 36 questions, for each decider; the
   thresholds were picked on a separate tuning set (other tools, other questions), whose figures
   are reported too.
@@ -161,6 +165,94 @@ TUNING_SET = [
     ("What is the meaning of life?", False),
     ("Explain gravity to a child.", False),
     ("List three primary colors.", False),
+]
+
+
+# Calls with several long strings, asked with a short max_tokens: the call budget and closing
+# reserve against the caller's max_tokens alone (the first version), same run.
+LETTER = ToolDefinition(
+    name="write_letter",
+    description="Write and send a long formal letter",
+    parameters=(
+        ToolParameter("recipient", description="Full name and postal address of the recipient"),
+        ToolParameter("subject", description="Subject line"),
+        ToolParameter("body", description="The whole letter, several paragraphs"),
+        ToolParameter("closing", description="Closing formula and signature"),
+    ),
+)
+LONG_STRING_REQUESTS = [
+    "Write a long letter to Mr. John Smith, 12 Long Road, Springfield, about his noisy dog.",
+    "Send a formal complaint letter to the city council about the potholes on Main Street.",
+    "Write to my landlord Mrs. Ana Lopez, 4 Oak Avenue, Denver, that the heating is broken.",
+    "Draft a long thank-you letter to Professor Maria Rossi for her lectures this year.",
+    "Write a letter to the bank asking them to close my savings account and send the money.",
+    "Write a resignation letter to my manager Tom Baker, explaining all my reasons in detail.",
+]
+LONG_STRING_MAX_TOKENS = 48
+
+# Final answers after tool results: (question, tool, arguments, tool output, key values). The
+# answer counts when it contains one of the key values (thousands separators ignored).
+ANSWER_SET: list[tuple[str, str, dict[str, Any], str, tuple[str, ...]]] = [
+    (
+        "What's the weather in Paris?",
+        "get_weather",
+        {"city": "Paris"},
+        '{"city": "Paris", "temperature": 17, "unit": "celsius", "conditions": "foggy"}',
+        ("17",),
+    ),
+    ("What is 12 * (3 + 4)?", "calculate", {"expression": "12 * (3 + 4)"}, "84", ("84",)),
+    (
+        "What time is it in Tokyo?",
+        "get_time",
+        {"timezone": "Asia/Tokyo"},
+        "2026-11-29 23:02 (Asia/Tokyo)",
+        ("23:02", "11:02"),
+    ),
+    (
+        "Convert 100 US dollars to euros.",
+        "convert_currency",
+        {"amount": 100, "from_currency": "USD", "to_currency": "EUR"},
+        '{"amount": 92.31, "currency": "EUR"}',
+        ("92.31",),
+    ),
+    (
+        "Is it cold in Moscow now?",
+        "get_weather",
+        {"city": "Moscow"},
+        '{"city": "Moscow", "temperature": -8, "unit": "celsius", "conditions": "snowy"}',
+        ("-8", "snow"),
+    ),
+    ("What is 1234 * 5678?", "calculate", {"expression": "1234 * 5678"}, "7006652", ("7006652",)),
+    ("Add 345 and 789.", "calculate", {"expression": "345 + 789"}, "1134", ("1134",)),
+    (
+        "Current time in New York?",
+        "get_time",
+        {"timezone": "America/New_York"},
+        "2026-11-29 09:02 (America/New_York)",
+        ("9:02",),
+    ),
+    (
+        "How many yen is 50 pounds?",
+        "convert_currency",
+        {"amount": 50, "from_currency": "GBP", "to_currency": "JPY"},
+        '{"amount": 9412.5, "currency": "JPY"}',
+        ("9412.5",),
+    ),
+    (
+        "Tell me the temperature in Berlin.",
+        "get_weather",
+        {"city": "Berlin"},
+        '{"city": "Berlin", "temperature": 4, "unit": "celsius", "conditions": "cloudy"}',
+        ("4",),
+    ),
+    ("How much is 81 divided by 9?", "calculate", {"expression": "81 / 9"}, "9.0", ("9",)),
+    (
+        "Should I bring an umbrella in Seattle today?",
+        "get_weather",
+        {"city": "Seattle"},
+        '{"city": "Seattle", "temperature": 11, "unit": "celsius", "conditions": "rainy"}',
+        ("rain",),
+    ),
 ]
 
 
@@ -333,6 +425,82 @@ def bench_auto(backend: Any) -> dict[str, Any]:
     return out
 
 
+def bench_long_strings(backend: Any) -> dict[str, Any]:
+    """Valid-call share for long-string calls under a short max_tokens: with the call budget and
+    closing reserve (default) vs the caller's max_tokens as the only limit (first version)."""
+    schema = LETTER.parameters_schema
+    out: dict[str, Any] = {}
+    for label, override in (("caller max_tokens only", True), ("call budget (default)", False)):
+        if override:  # no call budget, no closing reserve
+            backend.call_budget = lambda tools, parallel=False: (0, 0)
+        valid = tokens = 0
+        started = time.perf_counter()
+        for request in LONG_STRING_REQUESTS:
+            result = backend.generate_with_tools(
+                [ChatMessage.user(request)],
+                [LETTER],
+                SamplingParams(max_tokens=LONG_STRING_MAX_TOKENS),
+                "required",
+            )
+            tokens += result.usage.output_tokens
+            if result.tool_calls and result.tool_calls[0].raw_arguments is None:
+                try:
+                    jsonschema.validate(result.tool_calls[0].arguments, schema)
+                    valid += 1
+                except jsonschema.ValidationError:
+                    pass
+        if override:
+            del backend.call_budget
+        n = len(LONG_STRING_REQUESTS)
+        out[label] = {
+            "questions": n,
+            "valid_share": round(valid / n, 3),
+            "mean_tokens": round(tokens / n, 1),
+            "seconds_per_question": round((time.perf_counter() - started) / n, 2),
+        }
+    return out
+
+
+def bench_answers(backend: Any) -> dict[str, Any]:
+    """Share of final answers (after a tool result) that contain the tool's key value: the
+    results appended as they are (the first version) vs with the answer instruction."""
+    from dataclasses import replace
+
+    from tooluse import ToolCall, ToolResult
+
+    instructed = backend.profile
+    out: dict[str, Any] = {}
+    for label, profile in (
+        ("plain results", replace(instructed, results_prompt="plain")),
+        ("instructed (default)", replace(instructed, results_prompt="instructed")),
+    ):
+        backend.profile = profile
+        hits = tokens = 0
+        started = time.perf_counter()
+        for question, tool, arguments, output, keys in ANSWER_SET:
+            call = ToolCall(name=tool, arguments=arguments)
+            messages = [
+                ChatMessage.user(question),
+                ChatMessage.assistant(tool_calls=[call]),
+                ChatMessage.tool_result(ToolResult(call_id=call.id, tool_name=tool, output=output)),
+            ]
+            result = backend.generate_with_tools(
+                messages, TOOLS, SamplingParams(max_tokens=96), "auto"
+            )
+            text = result.text.replace(",", "").lower()
+            hits += any(key.lower() in text for key in keys)
+            tokens += result.usage.output_tokens
+        n = len(ANSWER_SET)
+        out[label] = {
+            "questions": n,
+            "key_value_share": round(hits / n, 3),
+            "mean_answer_tokens": round(tokens / n, 1),
+            "seconds_per_answer": round((time.perf_counter() - started) / n, 2),
+        }
+    backend.profile = instructed
+    return out
+
+
 def main() -> dict[str, Any]:
     from tooluse.local import LlamaCppBackend
     from tooluse.local.runtime import import_llama_cpp
@@ -345,6 +513,8 @@ def main() -> dict[str, Any]:
     figures["speed"] = bench_speed(backend, llama_cpp)
     figures["grammar"] = bench_grammar(backend, llama_cpp)
     figures["validity"] = bench_validity(backend)
+    figures["long_strings"] = bench_long_strings(backend)
+    figures["answers"] = bench_answers(backend)
     figures["auto"] = bench_auto(backend)
     backend.close()
     _print(figures)
@@ -390,6 +560,31 @@ def _print(figures: dict[str, Any]) -> None:
             f"{row['right_tool_share']:.0%}",
             f"{row['sensible_args_share']:.0%}",
             str(row["seconds_per_question"]),
+        )
+    console.print(table)
+    table = Table(
+        title=f"long-string calls, max_tokens={LONG_STRING_MAX_TOKENS} "
+        f"({len(LONG_STRING_REQUESTS)} requests, 4 string arguments)"
+    )
+    for col in ("token limit", "valid", "mean tokens", "s/question"):
+        table.add_column(col)
+    for mode, row in figures["long_strings"].items():
+        table.add_row(
+            mode,
+            f"{row['valid_share']:.0%}",
+            str(row["mean_tokens"]),
+            str(row["seconds_per_question"]),
+        )
+    console.print(table)
+    table = Table(title=f"final answer after a tool result ({len(ANSWER_SET)} questions)")
+    for col in ("prompt", "answer holds the key value", "mean tokens", "s/answer"):
+        table.add_column(col)
+    for mode, row in figures["answers"].items():
+        table.add_row(
+            mode,
+            f"{row['key_value_share']:.0%}",
+            str(row["mean_answer_tokens"]),
+            str(row["seconds_per_answer"]),
         )
     console.print(table)
     table = Table(title="auto mode: right call/no-call decisions")

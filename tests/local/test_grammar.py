@@ -121,3 +121,14 @@ def test_tool_call_rules_fix_the_name_and_need_a_tool():
     assert '{\\"name\\": \\"get_time\\", \\"arguments\\": ' in gbnf
     with pytest.raises(GrammarError, match="at least one tool"):
         tool_call_rules(GrammarBuilder(), [])
+
+
+def test_capped_call_strings_need_a_plain_first_character():
+    builder = GrammarBuilder(max_string_length=10, plain_string_start=True)
+    builder.set_root(builder.add_schema({"type": "string"}))
+    gbnf = builder.render()
+    assert 'schema ::= "\\"" value-head char{0,9} "\\""' in gbnf
+    head = next(line for line in gbnf.splitlines() if line.startswith("value-head ::="))
+    assert "\\x00-\\x20,\\[\\]{}" in head  # no whitespace, comma or bracket first
+    # without the option (and without a cap) strings stay plain JSON strings
+    assert "value-head" not in schema_to_gbnf({"type": "string"})

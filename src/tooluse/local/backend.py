@@ -83,6 +83,15 @@ class LlamaCppBackend:
       :func:`~tooluse.local.decision.rank_tools`); all tools stay listed in the prompt. On the
       benchmark set this picks the right tool 94 % of the time against 62 % for the model's own
       choice under the grammar.
+    - Constrained calls always finish: each turn of calls gets its own token budget from the
+      tool schemas (``call_budget``; it replaces a smaller ``max_tokens``), the last tokens of
+      that budget steer the call to its end (closing strings, objects, the call list), a string
+      that starts repeating itself is closed, and argument strings are non-empty and start with
+      neither whitespace nor a bracket. Only a context too full for any call can still cut
+      one; that turn reports ``finish_reason="length"``, no calls and a ``ParseError``.
+      ``raw["closed_early"]`` says whether the call ran into the closing reserve (where it
+      was steered to its end) rather than ending on its own before it.
+    - After tool results the model answers from them (``profile.results_prompt``).
     - ``profile`` says how tools are shown and calls written (guessed from the model name).
     - ``chat_template`` overrides the template stored in the GGUF file (required when the file
       has none).
@@ -284,6 +293,9 @@ class LlamaCppBackend:
             prompt_text = self.render(messages, plan.tools if plan.show_tools else ())
             prompt = self.loop.tokenize(prompt_text)
             settings = self._settings(params, len(prompt))
+            if plan.mode == "text" and latest_request(messages)[1]:
+                # an answer from tool results that starts repeating itself has said its piece
+                settings = replace(settings, stop_loops=True)
             grammar = None
             if plan.mode == "call":
                 allowed = plan.tools

@@ -6,6 +6,11 @@ and the generation is then either a grammar-constrained call or free text.
 
 Every decider applies the same rule first: once tool results have come back for the latest
 user message, the turn answers in text (a small model otherwise calls the same tool again).
+So ``auto`` makes one tool round per user message, not multi-step chains: the scores below
+read only the user's request, which results do not change, and asked again after a result that
+already answers the question, the default decider calls again for 9 of the 12 questions of the
+benchmark's answer set. Chains need a decider that judges what the results leave undone, which
+a 135M model does not do reliably; ``tool_choice="required"`` per step remains available.
 The scoring deciders then read the model's own log-probabilities on a second, small llama.cpp
 context over the same model file, so scoring never evicts the main prompt cache:
 

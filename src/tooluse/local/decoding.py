@@ -50,6 +50,8 @@ class DecodeSettings:
     # close the structure (end the string, the object, the list), so a call that reaches its
     # budget is finished rather than cut off. The caller sizes it from the schema.
     close_within: int = 0
+    # Without a grammar: end the text once it repeats a phrase (``is_text_looping``).
+    stop_loops: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,6 +149,7 @@ class TokenLoop:
         self._piece_buffer = ctypes.create_string_buffer(256)
         self._quote_tokens: list[int] | None = None
         self._closers: tuple[np.ndarray, ...] | None = None
+        self._space_heads: dict[bytes, np.ndarray] = {}
 
     def piece(self, token: int) -> bytes:
         """The bytes of one token (special tokens render as nothing)."""
@@ -240,7 +243,11 @@ class TokenLoop:
                     token = self._close_string(logits, grammar)
             if token < 0:
                 token = self._pick(logits, settings, grammar, rng)
+                if grammar is not None and not json_state.in_string and self.piece(token).isspace():
+                    token = self._extend_space(logits, grammar, token)
             recent = (recent + [token])[-window:]
+            if grammar is None and settings.stop_loops and is_text_looping(recent):
+                return
             if token == self.eos or self.llm.token_eos() == token:
                 return
             if grammar is not None:
@@ -295,6 +302,30 @@ class TokenLoop:
         if not np.isfinite(masked).any():
             raise GrammarError("the grammar allows no token here (it has no valid completion)")
         return int(np.argmax(masked))
+
+    def _extend_space(self, logits: np.ndarray, grammar: GrammarSampler, token: int) -> int:
+        """The best allowed token that is the whitespace ``token`` followed by a quote.
+
+        Where the grammar forces ``": "`` and a quote, a model that would rather write another
+        value picks a bare space and is then pushed into an odd token (``".``) that derails
+        the argument; the tokenizer itself would have written ``' "'``. ``token`` itself when
+        no longer token is allowed.
+        """
+        piece = self.piece(token)
+        longer = self._space_heads.get(piece)
+        if longer is None:
+            longer = np.asarray(
+                [t for t in range(self.n_vocab) if self.piece(t).startswith(piece + b'"')],
+                dtype=np.intc,
+            )
+            self._space_heads[piece] = longer
+        if not len(longer):
+            return token
+        masked = grammar.mask(logits)
+        allowed = longer[np.isfinite(masked[longer])]
+        if not len(allowed):
+            return token
+        return int(allowed[np.argmax(masked[allowed])])
 
     def _pick(
         self,
@@ -353,6 +384,20 @@ def penalise_repeats(logits: np.ndarray, recent: list[int], penalty: float) -> n
     values = out[ids]
     out[ids] = np.where(values > 0, values / penalty, values * penalty)
     return out
+
+
+def is_text_looping(recent: list[int]) -> bool:
+    """Whether text ends with a phrase of 6 or more tokens said three times in a row (twice
+    for 12 or more); shorter repeats ("000", "!!!") are left alone."""
+    for period in range(6, MAX_LOOP_PERIOD + 1):
+        times = 3 if period < 12 else 2
+        span = period * times
+        if len(recent) < span:
+            break
+        tail = recent[-span:]
+        if all(tail[i] == tail[i % period] for i in range(span)):
+            return True
+    return False
 
 
 def is_looping(recent: list[int]) -> bool:

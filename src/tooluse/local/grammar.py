@@ -103,7 +103,9 @@ PRIMITIVE_RULES: dict[str, str] = {
     "boolean": '"true" | "false"',
     "null": '"null"',
 }
-VALUE_HEAD_RULE = '[^"\\\\\\x7F\\x00-\\x20,\\[\\]{}] | "\\\\" ( ["\\\\/bfnrt] | "u" [0-9a-fA-F]{4} )'
+VALUE_HEAD_RULE = (
+    '[^"\\\\\\x7F\\x00-\\x20,\\[\\]{}] | "\\\\" ( ["\\\\/bfnrt] | "u" [0-9a-fA-F]{4} )'
+)
 # Dependencies between the primitive rules, so only what is used gets emitted.
 PRIMITIVE_DEPS: dict[str, tuple[str, ...]] = {
     "value": ("object", "array", "string", "number", "boolean", "null"),
@@ -165,6 +167,7 @@ class GrammarBuilder:
         # bracket: a small model that wants to end the call early otherwise writes "" or
         # "}}]</tool_call> ..." as the value
         self.plain_string_start = plain_string_start
+        self._value_head: str | None = None
         self._rules: dict[str, str] = {}
         self._primitives: set[str] = set()
         self._refs: dict[tuple[int, str], str] = {}
@@ -316,10 +319,10 @@ class GrammarBuilder:
         if low > MAX_SPELLED_REPEAT:
             raise self._fail("minLength", path)
         if self.plain_string_start and low == 0 and high is not None and high > 0:
-            if "value-head" not in self._rules:
-                self._rules["value-head"] = VALUE_HEAD_RULE
+            if self._value_head is None:
+                self._value_head = self.add_rule("value-head", VALUE_HEAD_RULE)
             rest = f"char{{0,{high - 1}}}"
-            return f'"\\"" value-head {rest} "\\""'
+            return f'"\\"" {self._value_head} {rest} "\\""'
         rep = f"{{{low},{'' if high is None else high}}}"
         return f'"\\"" char{rep} "\\""'
 

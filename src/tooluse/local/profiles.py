@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from tooluse.messages import ChatMessage, ToolCall
 from tooluse.tools.definition import ToolDefinition
@@ -44,6 +44,15 @@ For each function call return a JSON object with the function name and arguments
 </tool_call>"""
 
 
+ResultsPrompt = Literal["plain", "instructed"]
+# What a small model reads before answering from folded tool results: without it SmolLM2 often
+# explains how to compute the answer instead of giving it.
+ANSWER_FROM_RESULTS = (
+    "You answer questions using the tool results given with them. "
+    "Quote the values from the results. Reply in one short sentence."
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ParsedTurn:
     """Model output split into plain text and tool calls; ``errors`` keeps unreadable calls."""
@@ -66,6 +75,10 @@ class ToolPromptProfile:
     - ``fold_results_in_text``: when the model answers in text (no tools shown), tool calls are
       left out and their results are appended to the user's message, which a small model
       answers far better than a separate tool turn.
+    - ``results_prompt`` (with folding): ``"instructed"`` adds a short system instruction to
+      answer from the results, in one sentence, and names the call each result answers;
+      ``"plain"`` only appends the results. On the benchmark's answer set the final answer
+      holds the tool's key value far more often when instructed (``bench_local``).
     """
 
     name: str
@@ -79,6 +92,7 @@ class ToolPromptProfile:
     tool_result_role: str = "tool"
     chat_template: str | None = None
     fold_results_in_text: bool = False
+    results_prompt: ResultsPrompt = "instructed"
 
     # -- prompt side --------------------------------------------------------------------------
 
@@ -111,12 +125,15 @@ class ToolPromptProfile:
         user_system = ""
         if rest and rest[0].role == "system":
             user_system = rest.pop(0).content
+        folding = not tools and self.fold_results_in_text
+        if folding and self.results_prompt == "instructed" and any(m.role == "tool" for m in rest):
+            user_system = f"{ANSWER_FROM_RESULTS}\n\n{user_system}".strip()
         if tools:
             out.append({"role": "system", "content": self.system_prompt(tools, user_system)})
         elif user_system:
             out.append({"role": "system", "content": user_system})
-        if not tools and self.fold_results_in_text:
-            rest = fold_tool_results(rest)
+        if folding:
+            rest = fold_tool_results(rest, self.results_prompt)
         for message in rest:
             if message.role == "assistant" and message.tool_calls:
                 text = message.content.strip()
@@ -180,18 +197,33 @@ class ToolPromptProfile:
         return ParsedTurn(text="".join(plain).strip(), calls=tuple(calls), errors=tuple(errors))
 
 
-def fold_tool_results(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
-    """The conversation with tool turns folded into the user message they answer."""
+def fold_tool_results(
+    messages: Sequence[ChatMessage], style: ResultsPrompt = "plain"
+) -> list[ChatMessage]:
+    """The conversation with tool turns folded into the user message they answer.
+
+    ``"plain"`` appends ``Result of <tool>: <output>``; ``"instructed"`` appends
+    ``Tool result (<tool>(<arguments>)): <output>``, naming the call the output answers, with
+    a JSON object output written as ``key: value; ...``.
+    """
     out: list[ChatMessage] = []
     last_user = -1
+    calls: dict[str, ToolCall] = {}
     for message in messages:
+        calls.update((call.id, call) for call in message.tool_calls)
         if message.role == "assistant" and message.tool_calls and not message.content.strip():
             continue
         if message.role == "tool" and last_user >= 0:
             name = message.name or (message.result.tool_name if message.result else "tool")
             user = out[last_user]
-            content = f"{user.content}\n\nResult of {name}: {message.content}"
-            out[last_user] = ChatMessage(role="user", content=content)
+            answered = calls.get(message.tool_call_id or "")
+            if style == "instructed":
+                pairs = answered.arguments.items() if answered else ()
+                args = ", ".join(f"{k}={v!r}" for k, v in pairs)
+                line = f"Tool result ({name}({args})): {readable_result(message.content)}"
+            else:
+                line = f"Result of {name}: {message.content}"
+            out[last_user] = ChatMessage(role="user", content=f"{user.content}\n\n{line}")
             continue
         if message.role == "assistant" and message.tool_calls:
             message = ChatMessage(role="assistant", content=message.content)
@@ -199,6 +231,21 @@ def fold_tool_results(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         if message.role == "user":
             last_user = len(out) - 1
     return out
+
+
+def readable_result(output: str) -> str:
+    """A JSON object result as ``key: value; ...`` (SmolLM2 quotes those values far more often
+    than the same values inside JSON); any other output unchanged."""
+    try:
+        data = json.loads(output)
+    except ValueError:
+        return output
+    if not isinstance(data, dict) or not data:
+        return output
+    return "; ".join(
+        f"{key}: {value if isinstance(value, (str, int, float)) else json.dumps(value)}"
+        for key, value in data.items()
+    )
 
 
 def read_call_json(body: str) -> tuple[list[ToolCall], str]:
