@@ -26,6 +26,25 @@ def load_backend(spec: str) -> Any:
     return load_model(spec)
 
 
+def load_model_and_parser(model: str, format: str | None) -> tuple[Any, Any]:
+    """The backend for ``--model`` and the text parser for ``--format``; exit 2 on a bad one."""
+    parser = None
+    if format is not None:
+        from tooluse.formats import get_parser
+
+        try:
+            parser = get_parser(format)
+        except KeyError as exc:
+            typer.echo(f"error: {exc.args[0]}", err=True)
+            raise typer.Exit(2) from None
+    try:
+        backend = load_backend(model)
+    except Exception as exc:  # a bad model string or a missing extra: say so, exit 2
+        typer.echo(f"error: cannot load model {model!r}: {exc}", err=True)
+        raise typer.Exit(2) from None
+    return backend, parser
+
+
 def register(app: typer.Typer) -> None:
     """Attach this module's commands to the main app."""
     eval_app = typer.Typer(help="Evaluate models: BFCL-style function-calling accuracy.")
@@ -73,20 +92,7 @@ def register(app: typer.Typer) -> None:
         except (OSError, ValueError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
-        parser = None
-        if format is not None:
-            from tooluse.formats import get_parser
-
-            try:
-                parser = get_parser(format)
-            except KeyError as exc:
-                typer.echo(f"error: {exc.args[0]}", err=True)
-                raise typer.Exit(2) from None
-        try:
-            backend = load_backend(model)
-        except Exception as exc:  # a bad model string or a missing extra: say so, exit 2
-            typer.echo(f"error: cannot load model {model!r}: {exc}", err=True)
-            raise typer.Exit(2) from None
+        backend, parser = load_model_and_parser(model, format)
 
         def progress(outcome: Any) -> None:
             mark = "ok  " if outcome.passed else "FAIL"
@@ -140,20 +146,7 @@ def register(app: typer.Typer) -> None:
         except (KeyError, ValueError) as exc:
             typer.echo(f"error: {exc.args[0]}", err=True)
             raise typer.Exit(2) from None
-        parser = None
-        if format is not None:
-            from tooluse.formats import get_parser
-
-            try:
-                parser = get_parser(format)
-            except KeyError as exc:
-                typer.echo(f"error: {exc.args[0]}", err=True)
-                raise typer.Exit(2) from None
-        try:
-            backend = load_backend(model)
-        except Exception as exc:  # a bad model string or a missing extra: say so, exit 2
-            typer.echo(f"error: cannot load model {model!r}: {exc}", err=True)
-            raise typer.Exit(2) from None
+        backend, parser = load_model_and_parser(model, format)
         runner = TrajectoryRunner(
             environment=environment,
             backend=backend,

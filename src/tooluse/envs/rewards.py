@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from tooluse.messages import ToolCall, ToolResult
 
@@ -134,64 +134,65 @@ def call_key(call: ToolCall) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class CorrectnessReward:
+class WeightedReward:
+    """Shared part of the built-in rewards: a name, a ``_weight`` and the signal they emit.
+
+    ``_weight`` keeps the llenvs spelling; 0.0 makes a reward a monitor that counts for nothing.
+    """
+
+    name: str = "reward"
+    _weight: float = 1.0
+    reward_type: ClassVar[RewardType] = RewardType.STEP
+
+    @property
+    def weight(self) -> float:
+        return self._weight
+
+    def signal(self, value: float, info: dict[str, Any]) -> RewardSignal:
+        return RewardSignal(
+            name=self.name,
+            value=value,
+            weight=self._weight,
+            reward_type=self.reward_type,
+            info=info,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CorrectnessReward(WeightedReward):
     """1.0 when the episode ended with a correct answer, 0.0 when with a wrong one.
 
     Gives no signal on steps that do not end the episode.
     """
 
     name: str = "correctness"
-    _weight: float = 1.0
-
-    @property
-    def weight(self) -> float:
-        return self._weight
-
-    @property
-    def reward_type(self) -> RewardType:
-        return RewardType.OUTCOME
+    reward_type: ClassVar[RewardType] = RewardType.OUTCOME
 
     def compute(self, context: StepContext) -> RewardSignal | None:
         if not context.done:
             return None
-        return RewardSignal(
-            name=self.name,
-            value=1.0 if context.correct else 0.0,
-            weight=self._weight,
-            reward_type=self.reward_type,
-            info={"answer": context.answer, "reference": context.reference},
+        return self.signal(
+            1.0 if context.correct else 0.0,
+            {"answer": context.answer, "reference": context.reference},
         )
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToolValidityReward:
+class ToolValidityReward(WeightedReward):
     """The share of this step's calls that succeeded (1.0 when all did; none made: 1.0)."""
 
     name: str = "tool_validity"
-    _weight: float = 1.0
-
-    @property
-    def weight(self) -> float:
-        return self._weight
-
-    @property
-    def reward_type(self) -> RewardType:
-        return RewardType.STEP
 
     def compute(self, context: StepContext) -> RewardSignal | None:
         total = len(context.results)
         valid = sum(1 for r in context.results if not r.is_error)
-        return RewardSignal(
-            name=self.name,
-            value=valid / total if total else 1.0,
-            weight=self._weight,
-            reward_type=self.reward_type,
-            info={"valid_calls": valid, "total_calls": total},
+        return self.signal(
+            valid / total if total else 1.0, {"valid_calls": valid, "total_calls": total}
         )
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToolEfficiencyReward:
+class ToolEfficiencyReward(WeightedReward):
     """1.0 minus penalties: ``penalty_per_excess`` per call above ``max_calls_per_step`` and
     ``duplicate_penalty`` per call identical (name and arguments) to an earlier one of the
     episode or of this step; never below 0."""
@@ -200,21 +201,12 @@ class ToolEfficiencyReward:
     penalty_per_excess: float = 0.1
     duplicate_penalty: float = 0.2
     name: str = "tool_efficiency"
-    _weight: float = 1.0
 
     def __post_init__(self) -> None:
         if self.max_calls_per_step < 0:
             raise ValueError("max_calls_per_step must be >= 0")
         if self.penalty_per_excess < 0 or self.duplicate_penalty < 0:
             raise ValueError("penalties must be >= 0")
-
-    @property
-    def weight(self) -> float:
-        return self._weight
-
-    @property
-    def reward_type(self) -> RewardType:
-        return RewardType.STEP
 
     def compute(self, context: StepContext) -> RewardSignal | None:
         seen = set(context.previous_calls)
@@ -226,12 +218,9 @@ class ToolEfficiencyReward:
             seen.add(key)
         excess = max(0, len(context.calls) - self.max_calls_per_step)
         value = 1.0 - self.penalty_per_excess * excess - self.duplicate_penalty * duplicates
-        return RewardSignal(
-            name=self.name,
-            value=max(0.0, value),
-            weight=self._weight,
-            reward_type=self.reward_type,
-            info={"calls": len(context.calls), "excess": excess, "duplicates": duplicates},
+        return self.signal(
+            max(0.0, value),
+            {"calls": len(context.calls), "excess": excess, "duplicates": duplicates},
         )
 
 
