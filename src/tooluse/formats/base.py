@@ -175,6 +175,10 @@ class ArgumentsWriter:
         self._emit("}" if self._sent else "{}")
 
 
+#: Steps in a row that may claim progress without moving, before the machine gives up.
+_MAX_IDLE_STEPS = 64
+
+
 class StreamMachine:
     """Shared streaming machinery: input buffer, event list, reasoning and call bookkeeping.
 
@@ -244,9 +248,19 @@ class StreamMachine:
 
     def _run(self) -> None:
         # Each step returns True only when it consumed input or changed state, so this ends.
+        # The guard below turns a step that breaks that rule into a reported error, not a hang.
+        idle = 0
         while True:
+            before = (self._pos, getattr(self, "_state", None), self._in_reasoning)
             progressed = self._reasoning_step() if self._in_reasoning else self._step()
             if not progressed:
+                break
+            after = (self._pos, getattr(self, "_state", None), self._in_reasoning)
+            idle = idle + 1 if after == before else 0
+            if idle > _MAX_IDLE_STEPS:
+                self._error("parser made no progress; the rest of the output is kept as text")
+                self._emit_text(self._remaining())
+                self._pos = len(self._buf)
                 break
 
     def _take(self) -> list[StreamEvent]:

@@ -210,8 +210,9 @@ class _Qwen3CoderMachine(StreamMachine):
         text, marker = got
         self._raw.append(text + (marker or ""))
         self._key = text.strip().strip("\"'")
-        if marker is None:
-            return True
+        if marker is None:  # the output ended inside a parameter name: the call was cut off
+            self._state = "ended"
+            return False
         assert self._call is not None
         self._kind = _param_type(self._tool(self._call[2]), self._key)
         self._value = []
@@ -220,6 +221,10 @@ class _Qwen3CoderMachine(StreamMachine):
         self._opened_string = False
         self._state = "value" if self.value_open is None else "value_open"
         return True
+
+    def _st_ended(self) -> bool:
+        """The output ended mid-call; :meth:`_finish` reports the cut-off call."""
+        return False
 
     def _st_value_open(self) -> bool:
         """Between a key and its value (GLM): spaces, then the value's opening tag."""
