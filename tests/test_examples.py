@@ -31,7 +31,7 @@ def test_llenvs_tools_example():
     assert "units: STRING, required=False" in out
     assert "submit: name='submit' is_terminal=True" in out
     assert "tool message: tool call_1 18 degrees celsius and sunny in Paris" in out
-    assert "citty: unknown argument; did you mean 'city'?" in out
+    assert 'citty: unknown argument; did you mean "city"?' in out
     assert '"enum": ["celsius", "fahrenheit"]' in out
 
 
@@ -44,7 +44,7 @@ def test_mesa_tool_manager_example():
     )
     assert "no tools: []" in out
     assert "call_a change_state -> Agent 42 state changed to protesting" in out
-    assert "did you mean 'direction'?" in out
+    assert 'did you mean "direction"?' in out
     assert "agent state: ['State changed to: protesting']" in out
     assert "direct call: Agent 42 moved East" in out
 
@@ -69,7 +69,7 @@ def test_qwen3_walkthrough_example():
     assert "tool: Thursday" in out
     assert "final: Today is Thursday, December 25, 2025." in out
     assert "'rating_value': 7.5" in out
-    assert "rating_value: string to number ('7.5' -> 7.5)" in out
+    assert 'rating_value: string to number ("7.5" -> 7.5)' in out
 
 
 @pytest.mark.parametrize("name", ["tools_llenvs.py", "tools_qwen3_walkthrough.py"])

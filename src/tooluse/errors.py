@@ -15,7 +15,8 @@
      ├── BackendError               a model backend failed
      │    ├── BackendHTTPError       non-success HTTP status (``status_code``, ``body``)
      │    ├── BackendTimeoutError    the request timed out
-     │    └── ContextLengthError     the prompt does not fit the model's context
+     │    ├── ContextLengthError     the prompt does not fit the model's context
+     │    └── IncompleteStreamError  a stream ended before its terminal event (``partial`` turn)
      ├── GrammarError               a schema the grammar compiler cannot express
      ├── MCPError                   an MCP server failed to start, crashed or answered badly
      └── MissingDependencyError     an optional extra is not installed (also an ImportError)
@@ -34,6 +35,7 @@ __all__ = [
     "ExtractionError",
     "GrammarError",
     "HistoryError",
+    "IncompleteStreamError",
     "MCPError",
     "MissingDependencyError",
     "SchemaExportError",
@@ -158,6 +160,17 @@ class BackendTimeoutError(BackendError):
 
 class ContextLengthError(BackendError):
     """The prompt does not fit the model's context window."""
+
+
+class IncompleteStreamError(BackendError):
+    """A streamed answer ended before the provider's terminal event (``[DONE]``,
+    ``message_stop``, ``response.completed``, a finish reason), so it may hold half-written
+    tool arguments. ``partial`` is the turn as far as it came (a ``GenerationResult``, or
+    ``None``), for inspection only: it is not a complete turn."""
+
+    def __init__(self, message: str, *, partial: object = None) -> None:
+        super().__init__(message)
+        self.partial = partial
 
 
 class GrammarError(ToolUseError):

@@ -21,6 +21,7 @@ with :class:`RunFinished`.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -62,6 +63,7 @@ from tooluse.loop_core import (
 )
 from tooluse.messages import ChatMessage, ToolResult
 from tooluse.providers.base import GenerationDone, GenerationResult, SamplingParams, ToolChoice
+from tooluse.run_log import log_requested
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -169,6 +171,8 @@ class RunOptions(TypedDict, total=False):
     max_identical_calls: int
     final_answer_on_limit: bool
     cancel: CancellationToken | None
+    tools_top_k: int | None
+    tool_scorer: Any
 
 
 def build_setup(
@@ -192,10 +196,14 @@ def build_setup(
     stream: bool = False,
     terminal_validators: Mapping[str, TerminalValidator] | None = None,
     executor: AsyncToolExecutor | None = None,
+    tools_top_k: int | None = None,
+    tool_scorer: Any = None,
 ) -> LoopSetup:
     """Check the options and build the loop's setup (shared by every entry point)."""
     if max_tool_iters < 0:
         raise ValueError("max_tool_iters must be >= 0")
+    if tools_top_k is not None and tools_top_k < 1:
+        raise ValueError("tools_top_k must be >= 1")
     if max_identical_calls < 1:
         raise ValueError("max_identical_calls must be >= 1")
     owns_executor = executor is None
@@ -236,6 +244,8 @@ def build_setup(
         cancel=cancel,
         terminal_validators=dict(terminal_validators or {}),
         close_executor=owns_executor,
+        tools_top_k=tools_top_k,
+        tool_scorer=tool_scorer,
     )
 
 
@@ -474,6 +484,7 @@ def run(
     *,
     system_prompt: str | None = None,
     on_event: Callable[[Any], Any] | None = None,
+    log: bool | None = None,
     **options: Unpack[RunOptions],
 ) -> RunResult:
     """Run the tool loop to the end and return its :class:`RunResult`.
@@ -482,6 +493,7 @@ def run(
       ``messages`` is the extended copy). ``system_prompt`` is put first.
     - ``on_event`` receives every loop event (:data:`LoopEvent`) as it happens; the calls of a
       round run in parallel and each ``ToolExecutionFinished`` comes as soon as its call ends.
+    - ``log=True`` (or ``TOOLUSE_LOG=1``) writes the run to the run log (``tooluse logs``).
 
     Options (:class:`RunOptions`, defaults in brackets):
 
@@ -506,13 +518,25 @@ def run(
     - ``max_identical_calls``: how often the same call (name and arguments) runs before
       repeats are refused; a round of only refused repeats ends the run [3].
     - ``cancel``: a :class:`CancellationToken`; running calls are answered ``cancelled``.
+    - ``tools_top_k``: offer the model only the K tools most relevant to the latest request
+      (BM25 over names, descriptions and parameters; ``tool_scorer`` with
+      ``score(query, tools) -> list[float]`` replaces it); all tools still run [all].
 
     An unknown option raises ``TypeError``. Errors of the backend propagate; the run so far
     (messages, trail, usage) is attached to the exception as ``partial_result``
     (``stop_reason=StopReason.ERROR``).
     """
     events = iter_run(backend, prompt, system_prompt=system_prompt, **options)
-    return ResultCollector(on_event).drain(events)
+    if not log_requested(log):
+        return ResultCollector(on_event).drain(events)
+    started = time.monotonic()
+    try:
+        result = ResultCollector(on_event).drain(events)
+    except Exception as exc:
+        _log(getattr(exc, "partial_result", None), backend, prompt, options, started, exc)
+        raise
+    _log(result, backend, prompt, options, started)
+    return result
 
 
 async def arun(
@@ -521,9 +545,40 @@ async def arun(
     *,
     system_prompt: str | None = None,
     on_event: Callable[[Any], Any] | None = None,
+    log: bool | None = None,
     **options: Unpack[RunOptions],
 ) -> RunResult:
     """The async twin of :func:`run` (same options, same state machine); tools of a round run
     in parallel on the event loop and in worker threads."""
     events = aiter_run(backend, prompt, system_prompt=system_prompt, **options)
-    return await ResultCollector(on_event).adrain(events)
+    if not log_requested(log):
+        return await ResultCollector(on_event).adrain(events)
+    started = time.monotonic()
+    try:
+        result = await ResultCollector(on_event).adrain(events)
+    except Exception as exc:
+        _log(getattr(exc, "partial_result", None), backend, prompt, options, started, exc)
+        raise
+    _log(result, backend, prompt, options, started)
+    return result
+
+
+def _log(
+    result: RunResult | None,
+    backend: Any,
+    prompt: Any,
+    options: Any,
+    started: float,
+    error: BaseException | None = None,
+) -> None:
+    """Write a run to the run log (``log=True`` or ``TOOLUSE_LOG=1``)."""
+    from tooluse.run_log import record_run
+
+    record_run(
+        result,
+        backend=backend,
+        prompt=prompt,
+        tools=options.get("tools") or (),
+        duration=time.monotonic() - started,
+        error=error,
+    )

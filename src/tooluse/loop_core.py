@@ -112,6 +112,98 @@ class RunResult:
     def last_message(self) -> ChatMessage | None:
         return self.messages[-1] if self.messages else None
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data: the messages, trail, usage and stop reason (for the trace viewer)."""
+        return {
+            "final_text": self.final_text,
+            "stop_reason": self.stop_reason.value,
+            "messages": [_message_data(m) for m in self.messages],
+            "trail": [t.to_dict() for t in self.trail],
+            "usage": dataclasses.asdict(self.usage),
+            "output": self.output,
+            "iterations": self.iterations,
+            "mode": self.mode,
+            "new_messages_start": self.new_messages_start,
+        }
+
+    def save(self, path: Any) -> None:
+        """Write :meth:`to_dict` as JSON to ``path`` (``tooluse report`` renders it)."""
+        from pathlib import Path
+
+        text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1, default=str)
+        Path(path).write_text(text + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Any) -> RunResult:
+        """A result written by :meth:`save`."""
+        from pathlib import Path
+
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return cls(
+            final_text=data.get("final_text", ""),
+            messages=tuple(_message_from(m) for m in data.get("messages", ())),
+            stop_reason=StopReason(data.get("stop_reason", "final_text")),
+            trail=tuple(
+                TrailEntry(
+                    call_id=t["id"],
+                    name=t["name"],
+                    arguments=t.get("arguments") or {},
+                    output=t.get("output", ""),
+                    is_error=bool(t.get("error")),
+                    duration=float(t.get("duration", 0.0)),
+                    iteration=int(t.get("iteration", 0)),
+                )
+                for t in data.get("trail", ())
+            ),
+            usage=Usage(**data.get("usage", {})),
+            output=data.get("output"),
+            iterations=int(data.get("iterations", 0)),
+            mode=data.get("mode", "native"),
+            new_messages_start=int(data.get("new_messages_start", 0)),
+        )
+
+
+def _message_data(message: ChatMessage) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.reasoning:
+        out["reasoning"] = message.reasoning
+    if message.name:
+        out["name"] = message.name
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments, "raw": c.raw_arguments}
+            for c in message.tool_calls
+        ]
+    if message.result is not None:
+        r = message.result
+        out["result"] = {
+            "call_id": r.call_id,
+            "tool_name": r.tool_name,
+            "output": r.output,
+            "is_error": r.is_error,
+        }
+    return out
+
+
+def _message_from(data: dict[str, Any]) -> ChatMessage:
+    result = data.get("result")
+    return ChatMessage(
+        role=data["role"],
+        content=data.get("content", ""),
+        reasoning=data.get("reasoning", ""),
+        name=data.get("name"),
+        tool_calls=tuple(
+            ToolCall(
+                id=c["id"],
+                name=c["name"],
+                arguments=c.get("arguments") or {},
+                raw_arguments=c.get("raw"),
+            )
+            for c in data.get("tool_calls", ())
+        ),
+        result=ToolResult(**result) if result else None,
+    )
+
 
 # -- requests to the driver --------------------------------------------------------------------
 
@@ -197,10 +289,23 @@ class LoopSetup:
     cancel: CancellationToken | None = None
     terminal_validators: Mapping[str, TerminalValidator] = field(default_factory=dict)
     close_executor: bool = True
+    # tool retrieval: offer the model only the K tools most relevant to the request
+    tools_top_k: int | None = None
+    tool_scorer: Any = None
 
     @property
     def tools(self) -> tuple[ToolDefinition, ...]:
         return self.executor.definitions
+
+    def offered_tools(self, history: Sequence[ChatMessage]) -> tuple[ToolDefinition, ...]:
+        """The tools shown to the model: all of them, or the ``tools_top_k`` best for the
+        request (every tool still runs if the model calls it)."""
+        if self.tools_top_k is None:
+            return self.tools
+        from tooluse.retrieval import latest_request_text, select_tools
+
+        query = latest_request_text(history)
+        return select_tools(self.tools, query, self.tools_top_k, scorer=self.tool_scorer)
 
 
 def _call_key(call: ToolCall) -> str:
@@ -242,7 +347,7 @@ def _calls_text(message: ChatMessage) -> str:
     return "\n".join([message.content, *blocks]).strip()
 
 
-def _text_mode_view(
+def text_mode_view(
     history: Sequence[ChatMessage], tools_text: str, choice: ToolChoice, parser: Any
 ) -> tuple[ChatMessage, ...]:
     """The history as a model without native tools sees it: tools in the system prompt, its own
@@ -304,7 +409,8 @@ def loop_steps(setup: LoopSetup, history: list[ChatMessage]) -> Generator[Step, 
     """The tool loop; ``history`` (already valid) is extended in place with the new turns."""
     start = len(history)
     by_name = {d.name: d for d in setup.tools}
-    tools_text = setup.parser.format_tools(setup.tools) if setup.mode == "text" else ""
+    offered = setup.offered_tools(history)
+    tools_text = setup.parser.format_tools(offered) if setup.mode == "text" else ""
     used_ids = {c.id for m in history for c in m.tool_calls}
     seen: Counter[str] = Counter()
     trail: list[TrailEntry] = []
@@ -338,7 +444,7 @@ def loop_steps(setup: LoopSetup, history: list[ChatMessage]) -> Generator[Step, 
         if setup.mode == "native":
             request = Generate(
                 messages=tuple(history),
-                tools=setup.tools,
+                tools=offered,
                 tool_choice=turn_choice,
                 params=setup.params,
                 stream=setup.stream,
@@ -346,7 +452,7 @@ def loop_steps(setup: LoopSetup, history: list[ChatMessage]) -> Generator[Step, 
         else:
             view = tuple(history)
             if setup.mode == "text" and turn_choice != "none":
-                view = _text_mode_view(history, tools_text, turn_choice, setup.parser)
+                view = text_mode_view(history, tools_text, turn_choice, setup.parser)
             request = Generate(
                 messages=view, tools=(), tool_choice="auto", params=setup.params, stream=False
             )

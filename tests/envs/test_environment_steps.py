@@ -41,7 +41,12 @@ def test_reset_exposes_tools_and_prompt_but_not_the_answer(env):
     assert info["task_index"] == 0 and info["task_id"] == "tip"
     # The reference answer is nowhere in what the model may see.
     assert "12" not in state.observation.prompt
-    assert {f for f in vars(state.observation)} == {"prompt", "available_tools", "tool_results"}
+    assert {f for f in vars(state.observation)} == {
+        "prompt",
+        "available_tools",
+        "tool_results",
+        "user_message",
+    }
     assert not state.done and state.step_count == 0
 
 
@@ -187,7 +192,9 @@ def test_registry():
     no_python = environment_registry.get(name="arithmetic", tool_types=())
     state, _ = no_python.reset(options={"task_index": 2})
     assert [t.name for t in state.observation.available_tools] == ["submit_answer"]
-    with pytest.raises(KeyError, match="unknown environment 'math:GSM8K'"):
+    with pytest.raises(KeyError, match="unknown environment 'math:nope'"):
+        environment_registry.get(name="math:nope")
+    with pytest.raises(ValueError, match="math:gsm8k needs data_path"):
         environment_registry.get(name="math:GSM8K")
     with pytest.raises(ValueError, match="adapter 'gem' is not supported"):
         environment_registry.get(name="math:arithmetic", adapter="gem")

@@ -296,7 +296,7 @@ def test_cli_errors_are_clear():
     assert "cannot load model" in bad_model.output
     bad_category = runner.invoke(app, ["eval", "bfcl", "--model", "local", "-c", "nope"])
     assert bad_category.exit_code == 2
-    assert "unknown sample categories nope" in bad_category.output
+    assert "unknown BFCL category 'nope'" in bad_category.output
 
 
 # -- the embedded local model ------------------------------------------------------------------------

@@ -176,7 +176,7 @@ async def test_broken_server_invalid_schema_and_malformed_content():
         mixed = await executor.call_tool("mixed")
         ok = await executor.call_tool("ok")
         rejected = dict(executor.rejected_tools)
-    assert names == ["ok", "garbled", "mixed"]
+    assert names == ["ok", "garbled", "mixed", "huge"]
     assert "properties/x/type" in rejected["bad_schema"]
     assert bad_schema.is_error and "invalid input schema" in bad_schema.output
     assert garbled.is_error and "malformed result" in garbled.output

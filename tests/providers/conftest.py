@@ -23,6 +23,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     sleep: float = 0.0
     done_marker: bool = True
+    # Send only this many bytes of the body (announcing all of it), then close the connection.
+    cut_after: int | None = None
 
 
 @dataclass
@@ -30,6 +32,8 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any
+    raw_body: bytes = b""
+    method: str = "POST"
 
 
 class ScriptedHTTPServer:
@@ -55,7 +59,12 @@ class ScriptedHTTPServer:
                     body = raw
                 with outer._lock:
                     outer.requests.append(
-                        Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                        Recorded(
+                            self.path,
+                            {k.lower(): v for k, v in self.headers.items()},
+                            body,
+                            raw_body=raw,
+                        )
                     )
                     reply = outer.replies.pop(0) if outer.replies else Reply(status=599)
                 if reply.sleep:
@@ -88,6 +97,11 @@ class ScriptedHTTPServer:
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
+                if reply.cut_after is not None:
+                    self.wfile.write(payload[: reply.cut_after])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
                 self.wfile.write(payload)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

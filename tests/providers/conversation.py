@@ -21,7 +21,11 @@ WEATHER = ToolDefinition(
 TIME = ToolDefinition(name="get_time", description="Current time")
 
 
-def conversation(state: ProviderState | None = None, call_state: ProviderState | None = None):
+def conversation(
+    state: ProviderState | None = None,
+    call_state: ProviderState | None = None,
+    text_state: ProviderState | None = None,
+):
     """system, user, assistant(reasoning, text, 2 calls), 2 results (2nd failed), user."""
     return [
         ChatMessage.system("Be brief."),
@@ -30,7 +34,7 @@ def conversation(state: ProviderState | None = None, call_state: ProviderState |
             role="assistant",
             parts=(
                 ReasoningPart(text="Need both tools.", state=state),
-                TextPart(text="Checking."),
+                TextPart(text="Checking.", state=text_state),
                 ToolCall(
                     id="call_1", name="get_weather", arguments={"city": "Paris"}, state=call_state
                 ),

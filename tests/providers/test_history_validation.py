@@ -30,6 +30,21 @@ def test_valid_history_is_returned_unchanged():
     assert validate_history(history) == history
 
 
+def test_results_out_of_call_order_are_kept_as_given_without_repair():
+    history = [
+        ChatMessage.user("q"),
+        ChatMessage.assistant(tool_calls=CALLS),
+        ok("b", "get_time"),
+        ok("a"),
+    ]
+    assert validate_history(history) == history
+    # Repair puts them in call order; the adapters do so for every request anyway.
+    repaired = validate_history(history, repair=True)
+    assert [m.result.call_id for m in repaired[2:]] == ["a", "b"]
+    body = openai_chat.encode_request(history, [WEATHER, TIME])
+    assert [m.get("tool_call_id") for m in body["messages"][2:]] == ["a", "b"]
+
+
 def test_unanswered_calls_raise_with_their_ids():
     history = [ChatMessage.user("q"), ChatMessage.assistant(tool_calls=CALLS), ok("a")]
     with pytest.raises(HistoryError) as info:
@@ -101,6 +116,8 @@ def test_repair_synthesizes_error_results_in_call_order_and_is_idempotent():
         and results[0].tool_name == "get_weather"
     )
     assert results[0].metadata == {"synthesized": True}
+    assert results[0].output == "error: not executed: cancelled or timed out"
+    assert results[1] == history[2].result  # a real result is kept, never replaced
     assert repaired[-1].content == "next"
     assert validate_history(repaired, repair=True) == repaired
     assert history[2].result.call_id == "b" and len(history) == 4  # input untouched

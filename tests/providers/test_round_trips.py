@@ -36,7 +36,7 @@ def responses_back(body: dict[str, Any]):
     items = body["input"]
     output = []
     for item in items:
-        if item.get("type") in ("reasoning", "function_call"):
+        if item.get("type") in ("reasoning", "function_call", "message"):
             output.append(item)
         elif item.get("role") == "assistant":
             output.append(
@@ -126,6 +126,16 @@ STATES = {
         data={"reasoningText": {"text": "Need both tools.", "signature": "s3"}},
     ),
 }
+RESPONSES_MESSAGE = ProviderState(
+    provider="openai",
+    model=MODEL,
+    data={
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Checking.", "annotations": []}],
+    },
+)
 CASES = {
     "openai_chat": (openai_chat.encode_request, chat_back),
     "openai_responses": (openai_responses.encode_request, responses_back),
@@ -141,7 +151,10 @@ def test_round_trip_keeps_calls_results_errors_and_reasoning_state(name):
     state = STATES[name]
     # Gemini signs the call part; the others carry a reasoning block.
     history = conversation(
-        state=None if name == "gemini" else state, call_state=state if name == "gemini" else None
+        state=None if name == "gemini" else state,
+        call_state=state if name == "gemini" else None,
+        # A Responses reasoning item goes back only with the output message that followed it.
+        text_state=RESPONSES_MESSAGE if name == "openai_responses" else None,
     )
     result, results = back(encode(history, [WEATHER, TIME], model=MODEL))
 

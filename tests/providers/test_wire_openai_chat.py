@@ -227,6 +227,7 @@ def test_stream_with_constant_index_starts_new_call_on_new_id():
         ),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"Nice"}'}}]}),
         chunk({}, "tool_calls"),
+        {"type": "[DONE]"},  # what the HTTP layer feeds for `data: [DONE]`
     ]:
         events += assembler.feed(c)
     closing, result = assembler.finish()
@@ -252,7 +253,7 @@ def test_stream_without_index_routes_fragments_to_the_current_call():
         chunk({"tool_calls": [{"id": "y", "function": {"name": "get_time", "arguments": ""}}]}),
     ]:
         events += assembler.feed(c)
-    _, result = assembler.finish()
+    _, result = assembler.finish(complete=True)  # chunks from an SDK that hides [DONE]
     assert [(c.id, c.arguments) for c in result.tool_calls] == [("x", {"city": "Bern"}), ("y", {})]
     assert (
         "".join(e.text for e in events if isinstance(e, ArgumentsDelta) and e.index == 0)
@@ -265,6 +266,7 @@ def test_stream_call_without_id_gets_one_synthetic_id_in_both_events():
     started = assembler.feed(
         chunk({"tool_calls": [{"index": 0, "function": {"name": "get_time", "arguments": "{}"}}]})
     )
+    assembler.feed({"type": "[DONE]"})
     closing, result = assembler.finish()
     assert started[0].id == closing[0].call.id == result.tool_calls[0].id != ""
     assert result.tool_calls[0].synthetic_id

@@ -9,13 +9,20 @@ from tooluse.providers import openai_chat, openai_responses
 from .conversation import TIME, WEATHER, conversation
 
 REASONING_ITEM = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA"}
+MESSAGE_ITEM = {
+    "type": "message",
+    "id": "msg_1",
+    "role": "assistant",
+    "content": [{"type": "output_text", "text": "Checking.", "annotations": []}],
+}
 
 
 def test_golden_request_items_in_order_with_reasoning_item_and_fc_ids():
     state = ProviderState(provider="openai", model="o4-mini", data=REASONING_ITEM)
     call_state = ProviderState(provider="openai", model="o4-mini", data={"item_id": "fc_9"})
+    text_state = ProviderState(provider="openai", model="o4-mini", data=MESSAGE_ITEM)
     body = openai_responses.encode_request(
-        conversation(state, call_state),
+        conversation(state, call_state, text_state),
         [WEATHER, TIME],
         SamplingParams(max_tokens=99),
         "get_time",
@@ -25,7 +32,7 @@ def test_golden_request_items_in_order_with_reasoning_item_and_fc_ids():
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Weather in Paris and the time?"},
         REASONING_ITEM,
-        {"role": "assistant", "content": "Checking."},
+        MESSAGE_ITEM,  # the item that followed the reasoning item, with its id
         {
             "type": "function_call",
             "call_id": "call_1",
@@ -191,3 +198,64 @@ def test_stream_events():
         and result.tool_calls[0].id == "call_X"
         and result.usage.output_tokens == 8
     )
+
+
+def test_sampling_fields_are_sent_only_when_set():
+    user = [ChatMessage.user("x")]
+    bare = openai_responses.encode_request(user, [WEATHER], SamplingParams())
+    assert not {"temperature", "top_p", "max_output_tokens", "parallel_tool_calls"} & set(bare)
+    full = openai_responses.encode_request(
+        user,
+        [WEATHER],
+        SamplingParams(temperature=0.0, top_p=0.5, max_tokens=7, parallel_tool_calls=False),
+    )
+    assert (full["temperature"], full["top_p"], full["max_output_tokens"]) == (0.0, 0.5, 7)
+    assert full["parallel_tool_calls"] is False
+    # Without tools there is nothing to run in parallel.
+    no_tools = openai_responses.encode_request(user, (), SamplingParams(parallel_tool_calls=False))
+    assert "parallel_tool_calls" not in no_tools
+
+
+def test_usage_counts_one_request_and_incomplete_reasons():
+    result = openai_responses.decode_response(GOLDEN_RESPONSE)
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (40, 22)
+    assert result.usage.requests == 1
+    for details, expected in [
+        (None, "length"),
+        ({"reason": "max_output_tokens"}, "length"),
+        ({"reason": "content_filter"}, "content_filter"),
+    ]:
+        body = dict(GOLDEN_RESPONSE, status="incomplete", incomplete_details=details, output=[])
+        assert openai_responses.decode_response(body).finish_reason == expected
+
+
+def test_unsupported_sampling_fields_are_logged_not_sent(caplog):
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="tooluse.providers"):
+        body = openai_responses.encode_request(
+            [ChatMessage.user("x")], params=SamplingParams(stop=("END",), seed=3)
+        )
+    assert "stop" not in body and "seed" not in body
+    assert "no stop sequences or seed" in caplog.text
+
+
+def test_stream_message_items_are_not_calls():
+    message = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Hi", "annotations": []}],
+    }
+    assembler = openai_responses.ResponsesStreamAssembler(model="m")
+    events = []
+    for event in [
+        {"type": "response.output_item.added", "output_index": 0, "item": dict(message)},
+        {"type": "response.output_text.delta", "output_index": 0, "delta": "Hi"},
+        {"type": "response.output_item.done", "output_index": 0, "item": message},
+        {"type": "response.completed", "response": {"status": "completed", "output": [message]}},
+    ]:
+        events += assembler.feed(event)
+    _, result = assembler.finish()
+    assert [type(e).__name__ for e in events] == ["TextDelta"]
+    assert result.text == "Hi" and not result.tool_calls

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tooluse import ChatMessage, ToolArgumentError, ToolCall, ToolResult
@@ -154,3 +156,53 @@ def test_made_up_tool_names_in_history_are_made_sendable_for_every_provider():
     assert any(t["name"] == name for t in gem["tools"][0]["functionDeclarations"])
     br = bedrock.encode_request(history, [], model="anthropic.claude")
     assert br["messages"][1]["content"][0]["toolUse"]["name"] == name
+
+
+@pytest.mark.parametrize(
+    "dialect", ["openai", "openai_responses", "anthropic", "gemini", "bedrock"]
+)
+def test_plain_schema_of_a_tool_without_exporters_matches_the_exporters(dialect):
+    from types import SimpleNamespace
+
+    from tooluse.providers.wire_common import tool_schema
+
+    bare = SimpleNamespace(
+        name=WEATHER.name,
+        description=WEATHER.description,
+        parameters_schema=WEATHER.parameters_schema,
+    )
+    exported = tool_schema(WEATHER, dialect)
+    plain = tool_schema(bare, dialect)  # type: ignore[arg-type]
+    for schema in (exported, plain):  # strict is an exporter-only extra
+        schema.pop("strict", None)
+        schema.get("function", {}).pop("strict", None)
+    if dialect == "gemini":  # unconverted schemas go as full JSON Schema, not the OpenAPI subset
+        plain["parameters"] = plain.pop("parametersJsonSchema")
+    assert plain == exported
+    no_params = SimpleNamespace(name="ping", description="Ping", parameters_schema={})
+    body = json.dumps(tool_schema(no_params, dialect))  # type: ignore[arg-type]
+    assert '"type": "object"' in body and '"properties": {}' in body
+
+
+def test_any_is_required_on_every_wire():
+    user = [ChatMessage.user("x")]
+    assert openai_chat.encode_request(user, [WEATHER], tool_choice="any")["tool_choice"] == (
+        "required"
+    )
+    assert anthropic.encode_request(user, [WEATHER], tool_choice="any")["tool_choice"] == {
+        "type": "any"
+    }
+    config = gemini.encode_request(user, [WEATHER], tool_choice="any")["toolConfig"]
+    assert config == {"functionCallingConfig": {"mode": "ANY"}}
+    with pytest.raises(ValueError, match="neither auto/none/required"):
+        openai_chat.encode_request(user, [WEATHER], tool_choice="get_wether")
+
+
+def test_unknown_schema_dialect_is_refused():
+    from types import SimpleNamespace
+
+    from tooluse.providers.wire_common import tool_schema
+
+    bare = SimpleNamespace(name="ping", description="", parameters_schema={})
+    with pytest.raises(ValueError, match="unknown schema dialect"):
+        tool_schema(bare, "cohere")  # type: ignore[arg-type]

@@ -156,7 +156,7 @@ def test_as_tool_accepts_every_form():
     assert model_tool.description == "Extracted information for a movie."
     movie = model_tool.invoke({"title": "Avatar", "rating_value": "7.5"})
     assert movie == MovieInfo(title="Avatar", rating_value=7.5)
-    with pytest.raises(ToolArgumentError, match="did you mean 'title'"):
+    with pytest.raises(ToolArgumentError, match='did you mean "title"'):
         model_tool.validate_arguments({"titel": "x", "rating_value": 1})
     openai = definition.to_openai_schema()
     shapes = [
@@ -333,7 +333,7 @@ def test_call_tools_one_result_per_id_errors_as_data():
     assert by_id["c2"]["response"] == "7 waited 0.0"
     assert by_id["c3"]["is_error"] and "broken tool" in by_id["c3"]["response"]
     assert by_id["c4"]["is_error"] and "unknown tool 'nope'" in by_id["c4"]["response"]
-    assert "did you mean 'new_state'" in by_id["c5"]["response"]
+    assert 'did you mean "new_state"' in by_id["c5"]["response"]
     assert "not valid JSON" in by_id["c6"]["response"]
     assert agent.internal_state == ["State changed to: calm"]
 
@@ -414,7 +414,7 @@ def test_model_tool_with_aliases_validates_and_invokes_by_schema_names():
     assert record.tag == "none"
     with pytest.raises(ToolArgumentError) as info:
         definition.validate_arguments({"year_": 1995, "title": "Heat"})
-    assert "year_" in info.value.model_message and "did you mean 'year'" in info.value.model_message
+    assert "year_" in info.value.model_message and 'did you mean "year"' in info.value.model_message
 
 
 def test_manager_register_replaces_by_name_and_warns_for_a_different_tool():

@@ -98,7 +98,7 @@ def test_safe_coercions_are_applied_and_reported():
         "tags": "wrapped a single value in a list",
         "units": "matched enum value ignoring case",
     }
-    assert "nights: string to integer ('3' -> 3)" in [str(c) for c in report.coercions]
+    assert 'nights: string to integer ("3" -> 3)' in [str(c) for c in report.coercions]
 
 
 def test_no_coercion_reported_for_clean_arguments():
@@ -134,8 +134,8 @@ def test_error_message_names_path_expected_and_received():
     err = info.value
     assert err.tool_name == "book"
     msg = err.model_message
-    assert "nights: expected integer, got string 'many'" in msg
-    assert "units: expected one of 'celsius', 'fahrenheit', got string 'kelvin'" in msg
+    assert 'nights: expected integer, got string "many"' in msg
+    assert 'units: expected one of "celsius", "fahrenheit", got string "kelvin"' in msg
     assert {e["path"] for e in err.errors} == {"nights", "units"}
 
 
@@ -143,7 +143,7 @@ def test_unknown_argument_gets_did_you_mean():
     with pytest.raises(ToolArgumentError) as info:
         TOOL.validate_arguments({"citty": "Oslo"})
     msg = info.value.model_message
-    assert "citty: unknown argument; did you mean 'city'?" in msg
+    assert 'citty: unknown argument; did you mean "city"?' in msg
     assert "city: missing required argument" in msg
 
 
@@ -188,7 +188,7 @@ def test_raw_schema_tool_is_validated_and_uses_the_compiled_path():
         RAW.validate_arguments({"location": "Paris", "days": 11, "unti": "celsius"})
     msg = info.value.model_message
     assert "days:" in msg and "10" in msg
-    assert "unti: unknown argument; did you mean 'unit'?" in msg
+    assert 'unti: unknown argument; did you mean "unit"?' in msg
 
 
 def test_raw_schema_coercions():
@@ -243,7 +243,7 @@ def test_llenvs_manual_definition_validates_required_and_enum():
     assert weather.validate_arguments({"city": "Paris"}) == {"city": "Paris"}
     with pytest.raises(ToolArgumentError, match="missing required"):
         weather.validate_arguments({"units": "celsius"})
-    with pytest.raises(ToolArgumentError, match="one of 'celsius', 'fahrenheit'"):
+    with pytest.raises(ToolArgumentError, match='one of "celsius", "fahrenheit"'):
         weather.validate_arguments({"city": "Paris", "units": "K"})
 
 
@@ -264,6 +264,11 @@ _SCHEMAS = [
             "c": {"type": "number", "exclusiveMinimum": 0},
             "d": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 4},
             "e": {"$ref": "#/$defs/E"},
+            "f": {
+                "type": "array",
+                "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                "minItems": 2,
+            },
         },
         "$defs": {
             "E": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
@@ -285,7 +290,7 @@ json_values = st.recursive(
 )
 arguments = st.dictionaries(
     st.sampled_from(
-        ["location", "unit", "days", "coords", "filters", "a", "b", "c", "d", "e", "zz"]
+        ["location", "unit", "days", "coords", "filters", "a", "b", "c", "d", "e", "f", "zz"]
     ),
     json_values,
     max_size=5,

@@ -3,10 +3,14 @@ and ``formats`` (the registered format names)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
+import re
 import sys
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 import typer
 
@@ -31,6 +35,31 @@ def _event_json(event: StreamEvent) -> dict[str, Any]:
     return data
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _dumps(value: Any, indent: int | None = None) -> str:
+    """JSON text that any terminal can print: non-ASCII stays readable, but lone surrogates
+    (which no encoding can write, and which JSON escapes from models can produce) become
+    ``\\uXXXX`` escapes, as JSON allows inside strings."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+@contextlib.contextmanager
+def _stdin() -> Iterator[TextIO]:
+    """Standard input as text; bytes that are not UTF-8 become U+FFFD instead of an error."""
+    raw = getattr(sys.stdin, "buffer", None)
+    if raw is None:
+        yield sys.stdin
+        return
+    wrapper = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+    try:
+        yield wrapper
+    finally:
+        wrapper.detach()  # leave sys.stdin itself open
+
+
 def register(app: typer.Typer) -> None:
     """Attach this module's commands to the main app."""
 
@@ -51,41 +80,69 @@ def register(app: typer.Typer) -> None:
         reasoning_started: bool = typer.Option(
             False, "--reasoning-started", help="The prompt already opened the reasoning block."
         ),
+        template: str | None = typer.Option(
+            None,
+            "--template",
+            help="The model's Jinja2 chat template (a file): whether its generation prompt "
+            "opens the reasoning block is read from it.",
+        ),
+        lenient: bool = typer.Option(
+            False, "--lenient", help="hermes only: also read calls wrapped in other tags."
+        ),
     ) -> None:
         """Read model output on stdin and print its tool calls as JSON."""
+        from pathlib import Path
+
         from tooluse.formats import get_parser
+        from tooluse.formats.prompt_reasoning import reasoning_started_from_template
         from tooluse.tools.definition import ToolDefinition
 
+        if template is not None and not reasoning_started:
+            try:
+                template_text = Path(template).read_text(encoding="utf-8")
+            except OSError as exc:
+                typer.echo(f"error: cannot read the template: {exc}", err=True)
+                raise typer.Exit(2) from None
+            reasoning_started = reasoning_started_from_template(template_text)
+        options: dict[str, Any] = {"reasoning_started": reasoning_started}
+        if lenient:
+            options["lenient"] = True
         try:
-            parser = get_parser(format, reasoning_started=reasoning_started)
+            parser = get_parser(format, **options)
         except KeyError as exc:
             typer.echo(f"error: {exc.args[0]}", err=True)
+            raise typer.Exit(2) from None
+        except TypeError:
+            typer.echo(f"error: format {format!r} has no lenient mode", err=True)
             raise typer.Exit(2) from None
         tools = [ToolDefinition(name=name) for name in tool]
         if stream:
             machine = parser.stream(tools)
-            while True:
-                piece = sys.stdin.read(chunk_size)
-                events = machine.feed(piece) if piece else machine.close()
-                for event in events:
-                    typer.echo(json.dumps(_event_json(event), ensure_ascii=False))
-                sys.stdout.flush()
-                if not piece:
-                    break
+            with _stdin() as source:
+                while True:
+                    piece = source.read(chunk_size)
+                    events = machine.feed(piece) if piece else machine.close()
+                    for event in events:
+                        typer.echo(_dumps(_event_json(event)))
+                    sys.stdout.flush()
+                    if not piece:
+                        break
             return
-        result = parser.parse(sys.stdin.read(), tools)
+        with _stdin() as source:
+            text = source.read()
+        result = parser.parse(text, tools)
         out = {
             "text": result.text,
             "reasoning": result.reasoning,
             "tool_calls": [_call_json(call) for call in result.tool_calls],
             "errors": [dataclasses.asdict(error) for error in result.errors],
         }
-        typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
+        typer.echo(_dumps(out, indent=2))
 
     @app.command("formats")
     def formats_command() -> None:
-        """List the tool-call formats that `tooluse parse --format` accepts."""
-        from tooluse.formats import available_formats
+        """List the tool-call formats that `tooluse parse --format` accepts, with aliases."""
+        from tooluse.formats.registry import format_aliases
 
-        for name in available_formats():
-            typer.echo(name)
+        for name, aliases in format_aliases().items():
+            typer.echo(f"{name}  ({', '.join(aliases)})" if aliases else name)

@@ -1,10 +1,11 @@
-"""`tooluse` commands of the local part: ``demo``, ``chat`` and ``schema``."""
+"""`tooluse` commands of the local part: ``demo`` and ``schema`` (``chat`` is in chat_cmd)."""
 
 from __future__ import annotations
 
 import importlib.util
 import inspect
 import json
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,12 +15,13 @@ from typing import Any
 
 import typer
 
-DEMO_QUESTIONS = (
-    "What's the weather in Paris?",
-    "What is 12 * (3 + 4)?",
-    "What is the capital of France?",
-)
-SCHEMA_FORMATS = ("openai", "anthropic", "gemini", "bedrock", "mcp")
+#: The demo's questions and what a right answer contains (``None``: the number the tool gave).
+DEMO_QUESTIONS: dict[str, str | None] = {
+    "What's the weather in Paris?": None,
+    "What is 12 * (3 + 4)?": "84",
+    "What is the capital of France?": "Paris",
+}
+SCHEMA_FORMATS = ("openai", "openai-responses", "anthropic", "gemini", "bedrock", "mcp")
 
 
 def _console() -> Any:
@@ -40,12 +42,14 @@ def _loading(console: Any, what: str) -> Iterator[None]:
 
 def load_backend(spec: str, console: Any) -> Any:
     """A backend from ``local``, ``llama-cpp:PATH`` or any ``load_model`` string."""
-    from tooluse.errors import ToolUseError
+    from tooluse.errors import MissingDependencyError, ToolUseError
     from tooluse.providers.model_registry import load_model
 
     try:
         with _loading(console, spec):
             return load_model(spec)
+    except MissingDependencyError:
+        raise  # one line naming the extra, from main()
     except (ToolUseError, ValueError) as exc:
         raise typer.BadParameter(str(exc), param_hint="--model") from exc
 
@@ -100,97 +104,117 @@ def print_event(console: Any, event: Any) -> None:
         console.print(f"  [{style}]← result[/] {_short(event.result.output)}")
 
 
+def expected_answer(question: str, result: Any) -> str | None:
+    """What a right answer to a demo question must contain: the built-in question's answer, else
+    the number a tool returned (``None``: nothing to check)."""
+    known = DEMO_QUESTIONS.get(question)
+    if known is not None:
+        return known
+    for step in reversed(result.trail):
+        if step.is_error:
+            continue
+        numbers = re.findall(r"-?\d+(?:\.\d+)?", step.output)
+        if numbers:
+            return numbers[0]
+    return None
+
+
 def demo(
     question: list[str] = typer.Option(
         None, "--question", "-q", help="Ask this instead of the built-in questions (repeatable)."
     ),
+    model: str = typer.Option(
+        "local", "--model", "-m", help="local, llama-cpp:PATH or any model string."
+    ),
     max_tokens: int = typer.Option(96, help="Tokens per model turn."),
+    seed: int | None = typer.Option(None, help="Sampling seed (with --temperature)."),
+    temperature: float = typer.Option(0.0, help="Sampling temperature (0: deterministic)."),
 ) -> None:
-    """A short tool loop on the embedded SmolLM2 model with weather, time and calculator tools."""
+    """A short tool loop on the embedded SmolLM2 model with weather, time and calculator tools.
+
+    Each step is shown with its timing; an argument the system corrected and an answer that
+    misses the tool's result are shown too.
+    """
     import time
 
     from tooluse import SamplingParams
-    from tooluse.local.demo_tools import demo_tools
+    from tooluse.local.demo_tools import demo_tools, expression_check
     from tooluse.loop import run
 
     console = _console()
     started = time.perf_counter()
-    backend = load_backend("local", console)
+    backend = load_backend(model, console)
     tools = demo_tools()
+    name = getattr(backend, "display_name", None) or model
     console.print(
-        f"[bold]model[/] {backend.model_name} ({backend.model_path.name}), "
-        f"tools: {', '.join(t.name for t in tools)}"
+        f"[bold]model[/] {name}, tools: {', '.join(t.name for t in tools)} "
+        f"[dim](loaded in {time.perf_counter() - started:.1f} s)[/]"
     )
-    for text in question or DEMO_QUESTIONS:
+    right = 0
+    questions = question or list(DEMO_QUESTIONS)
+    for text in questions:
         console.print(f"\n[bold]user[/] {text}")
+        check = expression_check(text)
+        asked = time.perf_counter()
+
+        def show(event: Any, check: Any = check) -> None:
+            from tooluse.loop import ToolExecutionStarted
+
+            if isinstance(event, ToolExecutionStarted) and event.call.id in check.corrections:
+                written, fixed = check.corrections[event.call.id]
+                console.print(
+                    f"  [yellow]argument check[/] the model wrote {written!r}, which drops the "
+                    f"question's brackets; corrected to {fixed!r}",
+                    highlight=False,
+                )
+            print_event(console, event)
+
         result = run(
             backend,
             text,
             tools=tools,
-            params=SamplingParams(max_tokens=max_tokens),
+            params=SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed),
             max_tool_iters=2,
-            on_event=lambda event: print_event(console, event),
+            before_tool_call=check,
+            on_event=show,
+            log=True,
         )
-        console.print(f"  [bold magenta]answer[/] {result.final_text or '(no answer)'}")
-    console.print(f"\n[dim]{time.perf_counter() - started:.1f} s in all[/]")
-
-
-def chat(
-    model: str = typer.Option(
-        "local", "--model", "-m", help="local, llama-cpp:PATH, openai:MODEL, anthropic:MODEL..."
-    ),
-    tools: Path = typer.Option(None, "--tools", "-t", help="A Python file with @tool functions."),
-    system: str = typer.Option(None, "--system", help="System prompt."),
-    max_tokens: int = typer.Option(256, help="Tokens per model turn."),
-) -> None:
-    """Chat in the terminal with a model that can call the tools of a Python file.
-
-    Reads one message per line from standard input; an empty line, `exit` or end of input quits.
-    """
-    from tooluse import ChatMessage, SamplingParams
-    from tooluse.errors import ToolUseError
-    from tooluse.loop import run
-
-    console = _console()
-    tool_list = tools_of(load_module(tools)) if tools is not None else []
-    if tools is not None and not tool_list:
-        raise typer.BadParameter(f"{tools} defines no @tool functions", param_hint="--tools")
-    backend = load_backend(model, console)
-    names = ", ".join(
-        str(getattr(t, "__name__", None) or getattr(t, "name", "?")) for t in tool_list
-    )
-    console.print(f"[dim]model {model}; tools: {names or 'none'}; empty line to quit[/]")
-    history: list[ChatMessage] = [ChatMessage.system(system)] if system else []
-    interactive = sys.stdin.isatty()
-    while True:
-        if interactive:
-            console.print("[bold]you>[/] ", end="")
-        line = sys.stdin.readline()
-        if not line or not line.strip() or line.strip() in ("exit", "quit"):
-            break
-        history.append(ChatMessage.user(line.strip()))
-        try:
-            result = run(
-                backend,
-                history,
-                tools=tool_list,
-                params=SamplingParams(max_tokens=max_tokens),
-                on_event=lambda event: print_event(console, event),
+        answer = result.final_text or "(no answer)"
+        console.print(f"  [bold magenta]answer[/] {answer}", highlight=False)
+        expected = expected_answer(text, result)
+        seconds = time.perf_counter() - asked
+        if expected is None or expected.lower() in answer.lower():
+            right += 1
+            console.print(f"  [green]✓[/] [dim]{seconds:.1f} s[/]")
+        else:
+            console.print(
+                f"  [red]✗ the answer does not contain {expected!r}[/] "
+                f"[dim]{seconds:.1f} s[/]"
             )
-        except ToolUseError as exc:
-            console.print(f"[red]error:[/] {exc}")
-            history.pop()
-            continue
-        history = list(result.messages)
-        console.print(f"[bold magenta]assistant>[/] {result.final_text}")
+    console.print(
+        f"\n{right}/{len(questions)} answers right "
+        f"[dim]({time.perf_counter() - started:.1f} s in all)[/]"
+    )
+
+
+def _schema_of(definition: Any, format: str, strict: bool) -> Any:
+    if format == "gemini":
+        return definition.to_gemini_schema()
+    if format == "mcp":
+        return definition.to_mcp_schema()
+    method = getattr(definition, f"to_{format.replace('-', '_')}_schema")
+    kwargs = {"strict": strict} if "strict" in inspect.signature(method).parameters else {}
+    return method(**kwargs)
 
 
 def schema(
-    target: str = typer.Argument(..., help="module.py:function (or module.py:ClassName)."),
+    target: str = typer.Argument(
+        ..., help="module.py (every tool in it) or module.py:function (or :ClassName)."
+    ),
     format: str = typer.Option("openai", "--format", "-f", help="|".join(SCHEMA_FORMATS)),
     strict: bool = typer.Option(False, help="Strict mode schema (openai, anthropic, bedrock)."),
 ) -> None:
-    """Print the tool schema of a Python function in a provider's format."""
+    """Print tool schemas of a Python file in a provider's format (one object, or a list)."""
     from tooluse.errors import ToolUseError
     from tooluse.tools.normalise import as_tool
 
@@ -200,30 +224,27 @@ def schema(
             param_hint="--format",
         )
     file_part, sep, name = target.rpartition(":")
-    if not sep or not file_part or not name:
-        raise typer.BadParameter("expected module.py:function", param_hint="TARGET")
+    if not sep or not file_part.endswith(".py"):  # a path alone (which may hold a colon)
+        file_part, name = target, ""
     module = load_module(Path(file_part))
-    obj = getattr(module, name, None)
-    if obj is None:
-        raise typer.BadParameter(f"{file_part} has no attribute {name!r}", param_hint="TARGET")
+    if name:
+        obj = getattr(module, name, None)
+        if obj is None:
+            raise typer.BadParameter(f"{file_part} has no attribute {name!r}", param_hint="TARGET")
+        objects = [obj]
+    else:
+        objects = tools_of(module)
+        if not objects:
+            raise typer.BadParameter(f"{file_part} defines no @tool function", param_hint="TARGET")
     try:
-        definition = as_tool(obj)
-        if format == "gemini":
-            out = definition.to_gemini_schema()
-        elif format == "mcp":
-            out = definition.to_mcp_schema()
-        else:
-            method = getattr(definition, f"to_{format}_schema")
-            kwargs = {"strict": strict} if "strict" in inspect.signature(method).parameters else {}
-            out = method(**kwargs)
+        out = [_schema_of(as_tool(obj), format, strict) for obj in objects]
     except ToolUseError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
-    typer.echo(json.dumps(out, indent=2, ensure_ascii=False))
+    typer.echo(json.dumps(out[0] if name else out, indent=2, ensure_ascii=False))
 
 
 def register(app: typer.Typer) -> None:
     """Attach this module's commands to the main app."""
     app.command()(demo)
-    app.command()(chat)
     app.command()(schema)

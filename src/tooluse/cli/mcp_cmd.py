@@ -35,30 +35,46 @@ def register(app: typer.Typer) -> None:
 
 
 def _config(server: list[str] | None, url: str | None, config: str | None, timeout: float) -> Any:
-    """One MCPServerConfig, or several from an ``mcpServers`` file (prefixed when several)."""
+    """One MCPServerConfig, or several from an ``mcpServers`` file (prefixed when several).
+
+    Bad options end the command with one ``error:`` line and exit status 2.
+    """
     from tooluse.execution.mcp import MCPServerConfig, load_mcp_servers
 
     if sum(map(bool, (server, url, config))) != 1:
-        raise typer.BadParameter(
-            "give exactly one of: a server command after `--`, --url, or --config"
-        )
+        raise _fail("give exactly one of: a server command after `--`, --url, or --config", 2)
+    if not timeout > 0:
+        raise _fail(f"--timeout must be a positive number of seconds, got {timeout:g}", 2)
     if config:
         try:
             single = len(load_mcp_servers(Path(config))) == 1
             return load_mcp_servers(Path(config), prefix_with_name=not single, timeout=timeout)
         except (OSError, ValueError) as exc:
-            raise typer.BadParameter(f"--config {config}: {exc}") from None
-    if url:
-        return MCPServerConfig(url=url, timeout=timeout, startup_timeout=timeout)
-    assert server
-    return MCPServerConfig(
-        command=server[0], args=tuple(server[1:]), timeout=timeout, startup_timeout=timeout
-    )
+            raise _fail(f"--config {config}: {_one_line(exc)}", 2) from None
+    try:
+        if url:
+            return MCPServerConfig(url=url, timeout=timeout, startup_timeout=timeout)
+        assert server
+        return MCPServerConfig(
+            command=server[0], args=tuple(server[1:]), timeout=timeout, startup_timeout=timeout
+        )
+    except ValueError as exc:
+        raise _fail(_one_line(exc).removeprefix("MCPServerConfig."), 2) from None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.secho(message, err=True, fg=typer.colors.RED)
+    """Print ``error: message`` (no traceback) and return the Exit to raise."""
+    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
     return typer.Exit(code)
+
+
+def _interrupted() -> typer.Exit:
+    # The servers were killed already (SyncMCPToolExecutor does that on Ctrl-C).
+    return _fail("interrupted; the MCP server was stopped", 130)
 
 
 @mcp_app.command("list")
@@ -82,6 +98,8 @@ def list_command(
             rejected = executor.rejected_tools
     except MCPError as exc:
         raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        raise _interrupted() from None
     if as_json:
         payload = [
             {
@@ -97,7 +115,9 @@ def list_command(
     else:
         _print_table(tools)
     for name, reason in rejected.items():
-        typer.secho(f"skipped {name}: {reason}", err=True, fg=typer.colors.YELLOW)
+        typer.secho(f"error: skipped tool {name}: {reason}", err=True, fg=typer.colors.YELLOW)
+    if rejected:  # the usable tools are listed, but the server is not all right
+        raise typer.Exit(1)
 
 
 def _print_table(tools: Any) -> None:
@@ -146,6 +166,8 @@ def call_command(
             result = executor.execute(ToolCall(name=tool, arguments=arguments))
     except MCPError as exc:
         raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        raise _interrupted() from None
     if as_json:
         payload = {
             "tool": result.tool_name,
@@ -180,11 +202,17 @@ def serve_command(
     from tooluse.errors import ToolDefinitionError
     from tooluse.execution.mcp_server import MCPToolServer, load_module_tools
 
+    if not 0 < port < 65536:
+        raise _fail(f"--port must be between 1 and 65535, got {port}", 2)
+    if not timeout > 0:
+        raise _fail(f"--timeout must be a positive number of seconds, got {timeout:g}", 2)
     try:
         tools = load_module_tools(target)
         server = MCPToolServer(tools, name=name or Path(target).stem, timeout=timeout)
     except ToolDefinitionError as exc:
-        raise _fail(str(exc), 2) from None
+        raise _fail(_one_line(exc), 2) from None
+    except Exception as exc:  # an invalid schema, a bad TOOLS entry...: the user's to fix
+        raise _fail(f"cannot serve {target}: {type(exc).__name__}: {_one_line(exc)}", 2) from None
     if http:
         typer.secho(
             f"serving {len(server.definitions)} tools at http://{host}:{port}{path}",

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from tooluse.envs.arithmetic import ARITHMETIC_TASKS, ArithmeticEnvironment, parse_number
+from tooluse.envs.arithmetic import ARITHMETIC_TASKS, ArithmeticEnvironment
 from tooluse.envs.base import (
     Action,
     EnvState,
@@ -21,9 +21,22 @@ from tooluse.envs.base import (
     ToolEnvironment,
     submit_answer_tool,
 )
+from tooluse.envs.bfcl_multi_turn import BFCLMultiTurnEnvironment
+from tooluse.envs.evaluation import (
+    EvaluationResult,
+    RunnerSpec,
+    format_summary,
+    pass_at_k,
+    runner_from_spec,
+    summarize,
+)
+from tooluse.envs.gsm8k import GSM8KEnvironment, load_gsm8k
 from tooluse.envs.registry import EnvironmentRegistry, environment_registry
 from tooluse.envs.rewards import (
+    BFCLResponseReward,
+    BFCLStateReward,
     CorrectnessReward,
+    NumericCorrectnessReward,
     Reward,
     RewardSignal,
     RewardType,
@@ -31,6 +44,7 @@ from tooluse.envs.rewards import (
     StepContext,
     ToolEfficiencyReward,
     ToolValidityReward,
+    parse_number,
 )
 from tooluse.envs.trajectory import (
     Trajectory,
@@ -44,13 +58,20 @@ __all__ = [
     "ARITHMETIC_TASKS",
     "Action",
     "ArithmeticEnvironment",
+    "BFCLMultiTurnEnvironment",
+    "BFCLResponseReward",
+    "BFCLStateReward",
     "CorrectnessReward",
     "EnvState",
     "EnvironmentRegistry",
+    "EvaluationResult",
+    "GSM8KEnvironment",
+    "NumericCorrectnessReward",
     "Observation",
     "Reward",
     "RewardSignal",
     "RewardType",
+    "RunnerSpec",
     "SignalBundle",
     "StepContext",
     "StepResult",
@@ -64,7 +85,12 @@ __all__ = [
     "TrajectoryRunner",
     "TrajectoryStep",
     "environment_registry",
+    "format_summary",
+    "load_gsm8k",
     "parse_number",
+    "pass_at_k",
+    "runner_from_spec",
+    "summarize",
     "submit_answer_tool",
     "write_trajectories",
 ]

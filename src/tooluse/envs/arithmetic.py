@@ -7,17 +7,20 @@ all read as 12) with a small relative tolerance.
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tooluse.envs.base import Task, ToolEnvironment
-from tooluse.envs.rewards import CorrectnessReward
-from tooluse.execution.sandbox import python_tool
+from tooluse.envs.base import EnvState, StepResult, Task, ToolEnvironment
+from tooluse.envs.python_sessions import SessionPool, new_episode_data
+from tooluse.envs.rewards import CorrectnessReward, numbers_match, parse_number
+from tooluse.execution.sandbox import PythonSandbox, python_tool
+from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = ["ARITHMETIC_TASKS", "ArithmeticEnvironment", "parse_number"]
+
+SESSION_NOTE = " Variables, functions and imports are kept between calls within one task."
 
 ARITHMETIC_TASKS: tuple[Task, ...] = (
     Task(id="tip", prompt="What is 15% of 80?", reference=12),
@@ -67,33 +70,17 @@ ARITHMETIC_TASKS: tuple[Task, ...] = (
     ),
 )
 
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?|-?\.\d+")
-
-
-def parse_number(value: Any) -> float | None:
-    """The number an answer states (the last one in text; ``#### N`` and ``\\boxed{N}`` win)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    text = str(value)
-    for marker in (r"####\s*([^\n]+)", r"\\boxed\{([^}]*)\}"):
-        found = re.search(marker, text)
-        if found:
-            text = found.group(1)
-            break
-    numbers = _NUMBER.findall(text)
-    if not numbers:
-        return None
-    try:
-        return float(numbers[-1].replace(",", ""))
-    except ValueError:
-        return None
-
 
 class ArithmeticEnvironment(ToolEnvironment):
     """Word problems with numeric answers; tools: the sandboxed ``python`` (optional) and
-    ``submit_answer``."""
+    ``submit_answer``.
+
+    With ``python_session=True`` (the default) each episode gets its own sandbox session, so
+    variables persist between its ``python`` calls (never across episodes); the code run so far
+    is part of the state, which therefore still saves, restores and branches (see
+    :mod:`tooluse.envs.python_sessions`). ``python_session=False`` runs each call in a fresh
+    interpreter.
+    """
 
     name = "math:arithmetic"
 
@@ -105,22 +92,61 @@ class ArithmeticEnvironment(ToolEnvironment):
         rewards: Sequence[Any] = (CorrectnessReward(),),
         max_steps: int = 10,
         python_timeout: float = 10.0,
+        python_session: bool = True,
         tolerance: float = 1e-6,
     ) -> None:
         tools: list[ToolDefinition] = []
         for kind in tool_types:
             if kind != "python":
                 raise ValueError(f"unknown tool type {kind!r}; this environment offers: python")
-            tools.append(python_tool(timeout=python_timeout))
+            tool = python_tool(timeout=python_timeout)
+            if python_session:
+                tool = dataclasses.replace(tool, description=tool.description + SESSION_NOTE)
+            tools.append(tool)
         super().__init__(tasks, tools=tools, rewards=rewards, max_steps=max_steps)
         self.tolerance = tolerance
+        self._sessions = (
+            SessionPool(PythonSandbox(timeout=python_timeout), timeout=python_timeout)
+            if python_session and tools
+            else None
+        )
 
     def check_answer(self, answer: Any, task: Task) -> bool:
-        got = parse_number(answer)
-        want = parse_number(task.reference)
-        if got is None or want is None:
-            return False
-        return math.isclose(got, want, rel_tol=self.tolerance, abs_tol=self.tolerance)
+        return numbers_match(parse_number(answer), parse_number(task.reference), self.tolerance)
 
     def answer_from_text(self, text: str) -> Any:
         return text.strip()
+
+    # -- one sandbox session per episode ---------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[EnvState, dict[str, Any]]:
+        state, info = super().reset(seed=seed, options=options)
+        if self._sessions is not None:
+            state = dataclasses.replace(state, data=new_episode_data())
+        return state, info
+
+    def _execute(
+        self, state: EnvState, calls: Sequence[ToolCall]
+    ) -> tuple[Sequence[ToolResult], dict[str, Any]]:
+        if self._sessions is None or not calls:
+            return super()._execute(state, calls)
+        return self._sessions.run(state.data, calls)
+
+    async def _aexecute(
+        self, state: EnvState, calls: Sequence[ToolCall]
+    ) -> tuple[Sequence[ToolResult], dict[str, Any]]:
+        if self._sessions is None or not calls:
+            return await super()._aexecute(state, calls)
+        return await self._sessions.arun(state.data, calls)
+
+    def _ended(self, result: StepResult) -> StepResult:
+        if self._sessions is not None and result.done:
+            self._sessions.end(result.state.data)
+        return result
+
+    def close(self) -> None:
+        if self._sessions is not None:
+            self._sessions.close()
+        super().close()

@@ -19,6 +19,7 @@ calls is read as a final answer in text.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +66,8 @@ class Observation:
     prompt: str
     available_tools: tuple[ToolDefinition, ...] = ()
     tool_results: tuple[ToolResult, ...] = ()
+    #: The next user message, set when a step ended one user turn of a multi-turn task.
+    user_message: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +80,8 @@ class EnvState:
     done: bool = False
     call_keys: tuple[str, ...] = ()
     answer: Any = None
+    #: Environment-specific, JSON-ready state (a BFCL world keeps its executed calls here).
+    data: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -228,14 +233,97 @@ class ToolEnvironment:
     def step(self, state: EnvState, action: Action) -> StepResult:
         """Run the action's calls (in parallel) and grade the step."""
         plan = self._plan(state, action)
-        executed = self._executor.execute_batch(plan.to_run) if plan.to_run else ()
-        return self._finish(state, action, plan, executed)
+        executed, data = self._execute(state, plan.to_run)
+        return self._ended(self._finish(state, action, plan, executed, data))
 
     async def astep(self, state: EnvState, action: Action) -> StepResult:
         """Async :meth:`step` (the same logic)."""
         plan = self._plan(state, action)
-        executed = await self._executor.execute_batch_async(plan.to_run) if plan.to_run else ()
-        return self._finish(state, action, plan, executed)
+        executed, data = await self._aexecute(state, plan.to_run)
+        return self._ended(self._finish(state, action, plan, executed, data))
+
+    # -- execution hooks (subclasses with per-episode resources override these) ---------------------
+
+    def _execute(
+        self, state: EnvState, calls: Sequence[ToolCall]
+    ) -> tuple[Sequence[ToolResult], dict[str, Any]]:
+        """Run the calls of one step: their results (in order) and the state's next ``data``."""
+        return (self._executor.execute_batch(calls) if calls else ()), state.data
+
+    async def _aexecute(
+        self, state: EnvState, calls: Sequence[ToolCall]
+    ) -> tuple[Sequence[ToolResult], dict[str, Any]]:
+        if not calls:
+            return (), state.data
+        return await self._executor.execute_batch_async(calls), state.data
+
+    def _ended(self, result: StepResult) -> StepResult:
+        """Called with every step's result (to release an episode's resources when it is done)."""
+        return result
+
+    # -- saving and restoring a state -----------------------------------------------------------
+
+    def save_state(self, state: EnvState) -> dict[str, Any]:
+        """``state`` as JSON-ready data, to store, replay or branch an episode later."""
+        return {
+            "environment": self.name,
+            "task_index": state.task_index,
+            "step_count": state.step_count,
+            "done": state.done,
+            "call_keys": list(state.call_keys),
+            "answer": json.loads(json.dumps(state.answer, default=str)),
+            "data": json.loads(json.dumps(state.data, default=str)),
+            "user_message": state.observation.user_message,
+            "tool_results": [
+                {
+                    "call_id": r.call_id,
+                    "tool_name": r.tool_name,
+                    "output": r.output,
+                    "is_error": r.is_error,
+                }
+                for r in state.observation.tool_results
+            ],
+        }
+
+    def restore_state(self, saved: Mapping[str, Any]) -> EnvState:
+        """The state :meth:`save_state` wrote (``ValueError`` for another environment's)."""
+        if saved.get("environment") != self.name:
+            raise ValueError(
+                f"the saved state belongs to environment {saved.get('environment')!r}, "
+                f"not {self.name!r}"
+            )
+        index = int(saved["task_index"])
+        task = self.task(index)
+        data = dict(saved.get("data") or {})
+        results = tuple(
+            ToolResult(
+                call_id=r["call_id"],
+                tool_name=r["tool_name"],
+                output=r["output"],
+                is_error=bool(r["is_error"]),
+            )
+            for r in saved.get("tool_results", ())
+        )
+        return EnvState(
+            task_index=index,
+            observation=Observation(
+                prompt=task.prompt,
+                available_tools=self.available_tools(index, data),
+                tool_results=results,
+                user_message=str(saved.get("user_message", "")),
+            ),
+            step_count=int(saved["step_count"]),
+            done=bool(saved["done"]),
+            call_keys=tuple(saved.get("call_keys", ())),
+            answer=saved.get("answer"),
+            data=data,
+        )
+
+    def available_tools(
+        self, task_index: int, data: Mapping[str, Any]
+    ) -> tuple[ToolDefinition, ...]:
+        """The tools the model has in a state (the same in every state, unless overridden)."""
+        return self._tools
 
     def close(self) -> None:
         self._executor.close()
@@ -280,7 +368,12 @@ class ToolEnvironment:
         return _Plan(to_run=tuple(to_run), known=known, answer=answer, answered=answered)
 
     def _finish(
-        self, state: EnvState, action: Action, plan: _Plan, executed: Sequence[ToolResult]
+        self,
+        state: EnvState,
+        action: Action,
+        plan: _Plan,
+        executed: Sequence[ToolResult],
+        data: dict[str, Any],
     ) -> StepResult:
         results = dict(plan.known)
         for call, result in zip(plan.to_run, executed, strict=True):
@@ -311,6 +404,7 @@ class ToolEnvironment:
             done=terminated or truncated,
             call_keys=state.call_keys + tuple(call_key(c) for c in action.tool_calls),
             answer=plan.answer if terminated else state.answer,
+            data=data,
         )
         info: dict[str, Any] = {"tool_results": ordered, "step": step_count}
         if terminated:

@@ -58,6 +58,30 @@ class EnvironmentRegistry:
         return factory(tool_types=tuple(tool_types), **options)
 
 
+def _bfcl_factory(category: str) -> EnvironmentFactory:
+    def build(**options: Any) -> ToolEnvironment:
+        from tooluse.envs.bfcl_multi_turn import BFCLMultiTurnEnvironment
+
+        return BFCLMultiTurnEnvironment(category, **options)
+
+    return build
+
+
+def _gsm8k(**options: Any) -> ToolEnvironment:
+    from tooluse.envs.gsm8k import GSM8KEnvironment
+
+    return GSM8KEnvironment(**options)
+
+
 environment_registry = EnvironmentRegistry()
 environment_registry.register("math:arithmetic", ArithmeticEnvironment)
 environment_registry.register("arithmetic", ArithmeticEnvironment)
+environment_registry.register("math:gsm8k", _gsm8k)
+environment_registry.register("math:GSM8K", _gsm8k)  # the llenvs spelling
+for _category in (
+    "multi_turn_base",
+    "multi_turn_miss_func",
+    "multi_turn_miss_param",
+    "multi_turn_long_context",
+):
+    environment_registry.register(f"bfcl:{_category}", _bfcl_factory(_category))

@@ -1,4 +1,17 @@
-"""Reward signals of tool environments: correctness, tool validity and tool efficiency.
+"""Reward signals of tool environments.
+
+=========================  =======  =========================================================
+reward                     type     value
+=========================  =======  =========================================================
+CorrectnessReward          outcome  1 if the environment judged the final answer right, else 0
+NumericCorrectnessReward   outcome  1 if ``|got - want| <= tol * max(1, |want|)`` (GSM8K), else 0
+BFCLStateReward            outcome  per checked BFCL turn: 1 if every instance's state matches
+                                    the ground-truth world's, else 0
+BFCLResponseReward         outcome  per checked BFCL turn: 1 if the turn's ground-truth results
+                                    are all among the model's results so far, else 0
+ToolValidityReward         step     successful calls / calls of the step (1 if no calls)
+ToolEfficiencyReward       step     ``max(0, 1 - p_excess * excess - p_dup * duplicates)``
+=========================  =======  =========================================================
 
 Each reward looks at one step (:class:`StepContext`) and gives a :class:`RewardSignal`; a
 step's signals form a :class:`SignalBundle` whose ``total`` is the weighted sum. A reward with
@@ -10,6 +23,7 @@ unless they are given explicitly.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -18,7 +32,10 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from tooluse.messages import ToolCall, ToolResult
 
 __all__ = [
+    "BFCLResponseReward",
+    "BFCLStateReward",
     "CorrectnessReward",
+    "NumericCorrectnessReward",
     "Reward",
     "RewardSignal",
     "RewardType",
@@ -27,6 +44,8 @@ __all__ = [
     "ToolEfficiencyReward",
     "ToolValidityReward",
     "call_key",
+    "numbers_match",
+    "parse_number",
     "with_monitoring",
 ]
 
@@ -107,6 +126,8 @@ class StepContext:
     correct: bool | None = None
     reference: Any = None
     done: bool = False
+    #: Environment-specific facts about the step (BFCL: ``turn_check``, the turn's verdict).
+    info: dict[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -222,6 +243,100 @@ class ToolEfficiencyReward(WeightedReward):
             max(0.0, value),
             {"calls": len(context.calls), "excess": excess, "duplicates": duplicates},
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class NumericCorrectnessReward(WeightedReward):
+    """GSM8K correctness: 1.0 when the submitted number equals the reference's, else 0.0.
+
+    Both sides are read with :func:`parse_number` (``"#### 12"``, ``"$1,200"``,
+    ``"\\boxed{12}"``, the last number of a sentence); they match when
+    ``|got - want| <= tolerance * max(1, |want|)``. An answer without a number scores 0.0.
+    Gives a signal only on the step that ends the episode.
+    """
+
+    tolerance: float = 1e-6
+    name: str = "correctness"
+    reward_type: ClassVar[RewardType] = RewardType.OUTCOME
+
+    def compute(self, context: StepContext) -> RewardSignal | None:
+        if not context.done:
+            return None
+        got, want = parse_number(context.answer), parse_number(context.reference)
+        value = 1.0 if numbers_match(got, want, self.tolerance) else 0.0
+        return self.signal(value, {"answer": got, "reference": want})
+
+
+@dataclass(frozen=True, kw_only=True)
+class BFCLStateReward(WeightedReward):
+    """BFCL's state check for one user turn: 1.0 when, after the turn, every public attribute of
+    every class instance equals the ground-truth world's (and the model acted), else 0.0.
+
+    Emitted at the end of each turn whose ground truth is not empty, so the mean over a
+    trajectory is the share of checked turns whose state matched.
+    """
+
+    name: str = "bfcl_state"
+    reward_type: ClassVar[RewardType] = RewardType.OUTCOME
+
+    def compute(self, context: StepContext) -> RewardSignal | None:
+        check = context.info.get("turn_check")
+        if check is None or not check.checked:
+            return None
+        value = 1.0 if check.acted and check.state_valid else 0.0
+        return self.signal(value, {"turn": check.turn, "error_type": check.error_type})
+
+
+@dataclass(frozen=True, kw_only=True)
+class BFCLResponseReward(WeightedReward):
+    """BFCL's response check for one user turn: 1.0 when every ground-truth result of the turn
+    is among the model's results so far (a multiset, any order), and the model acted; else 0.0.
+
+    Emitted like :class:`BFCLStateReward`.
+    """
+
+    name: str = "bfcl_response"
+    reward_type: ClassVar[RewardType] = RewardType.OUTCOME
+
+    def compute(self, context: StepContext) -> RewardSignal | None:
+        check = context.info.get("turn_check")
+        if check is None or not check.checked:
+            return None
+        value = 1.0 if check.acted and check.response_valid else 0.0
+        return self.signal(value, {"turn": check.turn, "error_type": check.error_type})
+
+
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?|-?\.\d+")
+
+
+def parse_number(value: Any) -> float | None:
+    """The number an answer states (the last one in text; ``#### N`` and ``\\boxed{N}`` win)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if value is None:
+        return None
+    text = str(value)
+    for marker in (r"####\s*([^\n]+)", r"\\boxed\{([^}]*)\}"):
+        found = re.search(marker, text)
+        if found:
+            text = found.group(1)
+            break
+    found_numbers = _NUMBER.findall(text)
+    if not found_numbers:
+        return None
+    try:
+        return float(found_numbers[-1].replace(",", ""))
+    except ValueError:
+        return None
+
+
+def numbers_match(got: float | None, want: float | None, tolerance: float) -> bool:
+    """``|got - want| <= tolerance * max(1, |want|)`` (never true when either is missing)."""
+    if got is None or want is None:
+        return False
+    return abs(got - want) <= tolerance * max(1.0, abs(want))
 
 
 def with_monitoring(rewards: Iterable[Any]) -> tuple[Any, ...]:

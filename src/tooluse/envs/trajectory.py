@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from tooluse.envs.base import Action, EnvState, StepResult, ToolEnvironment
 from tooluse.execution.local import CancellationToken
@@ -33,6 +33,10 @@ from tooluse.loop import build_setup, drive_async, drive_sync, initial_history
 from tooluse.loop_core import LoopSetup, ModelTurnFinished, RunFinished, RunResult, StopReason
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage
 from tooluse.providers.base import SamplingParams
+from tooluse.tools.definition import ToolDefinition
+
+if TYPE_CHECKING:
+    from tooluse.envs.evaluation import EvaluationResult
 
 __all__ = [
     "Trajectory",
@@ -94,6 +98,8 @@ class Trajectory:
     stop_reason: str = ""
     mode: str = "native"
     usage: Usage = field(default_factory=Usage)
+    #: Every tool offered during the episode (in order of first offer).
+    tools: tuple[ToolDefinition, ...] = ()
 
     @property
     def total_reward(self) -> float:
@@ -124,6 +130,7 @@ class Trajectory:
                 "requests": self.usage.requests,
             },
             "messages": [message_to_dict(m) for m in self.messages],
+            "tools": [t.to_openai_schema() for t in self.tools],
             "steps": [s.to_dict() for s in self.steps],
         }
 
@@ -188,6 +195,7 @@ class _Episode:
         self.steps: list[TrajectoryStep] = []
         self.text = ""
         self.cancel = CancellationToken()
+        self.tools: dict[str, ToolDefinition] = {}
 
     def action(self, calls: Sequence[ToolCall]) -> Action:
         return Action(tool_calls=tuple(calls), text=self.text)
@@ -211,11 +219,10 @@ class _Episode:
 class _EnvironmentExecutor(AsyncToolExecutor):
     """Hands each round of calls to the environment as one step."""
 
-    def __init__(self, episode: _Episode) -> None:
+    def __init__(self, episode: _Episode, tools: Sequence[ToolDefinition]) -> None:
         # The loop must pass submit_answer through like any call, so that the environment
         # grades it; terminal handling is the environment's here.
-        tools = [dataclasses.replace(t, is_terminal=False) for t in episode.environment.tools]
-        super().__init__(tools, timeout=None)
+        super().__init__([dataclasses.replace(t, is_terminal=False) for t in tools], timeout=None)
         self.episode = episode
 
     def execute_batch(
@@ -263,28 +270,65 @@ class TrajectoryRunner:
     # -- entry points ----------------------------------------------------------------------------
 
     def run_trajectory(self, task_index: int = 0, *, seed: int | None = None) -> Trajectory:
-        """Play one episode on task ``task_index``."""
-        episode, setup, history = self._start(task_index, seed)
-        run: RunResult | None = None
-        for event in drive_sync(self.backend, setup, history):
-            run = self._observe(episode, event) or run
-        assert run is not None
-        final = self._closing_action(episode, run)
-        if final is not None:
-            episode.record(final, self.environment.step(episode.state, final))
-        return self._trajectory(episode, run, task_index)
+        """Play one episode on task ``task_index`` (every user turn of a multi-turn task)."""
+        episode, history = self._start(task_index, seed)
+        runs: list[RunResult] = []
+        while True:
+            run: RunResult | None = None
+            for event in drive_sync(self.backend, self._setup(episode), history):
+                run = self._observe(episode, event) or run
+            assert run is not None
+            runs.append(run)
+            final = self._closing_action(episode, run)
+            if final is not None:
+                episode.record(final, self.environment.step(episode.state, final))
+            next_history = self._next_turn(episode, run, final)
+            if next_history is None:
+                return self._trajectory(episode, runs, task_index)
+            history = next_history
 
     async def arun_trajectory(self, task_index: int = 0, *, seed: int | None = None) -> Trajectory:
         """Async :meth:`run_trajectory` (the same loop, driven with awaits)."""
-        episode, setup, history = self._start(task_index, seed)
-        run: RunResult | None = None
-        async for event in drive_async(self.backend, setup, history):
-            run = self._observe(episode, event) or run
-        assert run is not None
-        final = self._closing_action(episode, run)
-        if final is not None:
-            episode.record(final, await self.environment.astep(episode.state, final))
-        return self._trajectory(episode, run, task_index)
+        episode, history = self._start(task_index, seed)
+        runs: list[RunResult] = []
+        while True:
+            run: RunResult | None = None
+            async for event in drive_async(self.backend, self._setup(episode), history):
+                run = self._observe(episode, event) or run
+            assert run is not None
+            runs.append(run)
+            final = self._closing_action(episode, run)
+            if final is not None:
+                episode.record(final, await self.environment.astep(episode.state, final))
+            next_history = self._next_turn(episode, run, final)
+            if next_history is None:
+                return self._trajectory(episode, runs, task_index)
+            history = next_history
+
+    def run_evaluation(
+        self,
+        task_indices: Iterable[int] | None = None,
+        *,
+        out: str | Path,
+        samples_per_task: int = 1,
+        concurrency: int = 1,
+        engine: Literal["local", "ray"] = "local",
+        **options: Any,
+    ) -> EvaluationResult:
+        """Play ``samples_per_task`` trajectories per task on the run engine into ``out``:
+        JSONL written as they finish, resume after a kill, ``summary.json`` with pass@k and
+        the mean reward per reward name and type (see :mod:`tooluse.envs.evaluation`)."""
+        from tooluse.envs.evaluation import run_evaluation
+
+        return run_evaluation(
+            self,
+            out=out,
+            task_indices=task_indices,
+            samples_per_task=samples_per_task,
+            concurrency=concurrency,
+            engine=engine,
+            **options,
+        )
 
     def run_all(self, task_indices: Iterable[int] | None = None) -> list[Trajectory]:
         """One trajectory per task (all tasks by default), in order."""
@@ -293,13 +337,18 @@ class TrajectoryRunner:
 
     # -- the shared core -------------------------------------------------------------------------
 
-    def _start(
-        self, task_index: int, seed: int | None
-    ) -> tuple[_Episode, LoopSetup, list[ChatMessage]]:
+    def _start(self, task_index: int, seed: int | None) -> tuple[_Episode, list[ChatMessage]]:
         state, _info = self.environment.reset(seed=seed, options={"task_index": task_index})
         episode = _Episode(self.environment, state)
-        executor = _EnvironmentExecutor(episode) if state.observation.available_tools else None
-        setup = build_setup(
+        return episode, initial_history(state.observation.prompt, self.system_prompt)
+
+    def _setup(self, episode: _Episode) -> LoopSetup:
+        """The loop for one user turn, with the tools the environment offers now."""
+        tools = episode.state.observation.available_tools
+        for tool in tools:
+            episode.tools.setdefault(tool.name, tool)
+        executor = _EnvironmentExecutor(episode, tools) if tools else None
+        return build_setup(
             self.backend,
             tools=None,
             tool_choice="auto",
@@ -319,8 +368,16 @@ class TrajectoryRunner:
             stream=False,
             executor=executor,
         )
-        history = initial_history(state.observation.prompt, self.system_prompt)
-        return episode, setup, history
+
+    @staticmethod
+    def _next_turn(
+        episode: _Episode, run: RunResult, final: Action | None
+    ) -> list[ChatMessage] | None:
+        """The history for the next user turn, when the step that ended this turn gave one."""
+        message = episode.state.observation.user_message
+        if final is None or episode.state.done or not message:
+            return None
+        return [*run.messages, ChatMessage.user(message)]
 
     @staticmethod
     def _observe(episode: _Episode, event: Any) -> RunResult | None:
@@ -339,13 +396,19 @@ class TrajectoryRunner:
             return Action(text=run.final_text)
         return None
 
-    def _trajectory(self, episode: _Episode, run: RunResult, task_index: int) -> Trajectory:
+    def _trajectory(
+        self, episode: _Episode, runs: Sequence[RunResult], task_index: int
+    ) -> Trajectory:
         task = self.environment.task(task_index)
+        run = runs[-1]
         last = episode.steps[-1].result if episode.steps else None
         terminated = bool(last and last.terminated)
         stop = run.stop_reason.value
         if episode.state.done and run.stop_reason is StopReason.CANCELLED:
             stop = "episode_done"  # the runner stopped the loop because the episode ended
+        usage = Usage()
+        for one in runs:
+            usage = usage + one.usage
         return Trajectory(
             environment=getattr(self.environment, "name", type(self.environment).__name__),
             task_index=task_index,
@@ -360,5 +423,6 @@ class TrajectoryRunner:
             truncated=not terminated,
             stop_reason=stop,
             mode=run.mode,
-            usage=run.usage,
+            usage=usage,
+            tools=tuple(episode.tools.values()),
         )

@@ -1,19 +1,29 @@
-"""The BFCL-style AST checker: does a model's decoded calls match the accepted answers?
+"""The BFCL AST checker: do a model's decoded calls match the accepted answers?
 
 Decoded calls are ``[{function_name: {param: value}}]``; the ground truth is
-``[{function_name: {param: [accepted values]}}]``. The rules follow BFCL's documented checker:
+``[{function_name: {param: [accepted values]}}]``. The verdicts follow BFCL's own checker
+(``bfcl_eval.eval_checker.ast_eval.ast_checker``, Python rules) case by case:
 
-- the function name must match; every required parameter must be given; a given parameter
-  must exist in the function doc and in the answer;
-- types follow the doc (``float`` also accepts an ``int``; ``bool`` is never an ``int``;
-  ``tuple`` is a list); a value whose type matches one of the accepted alternatives instead
-  is compared exactly (BFCL's "variable" escape);
-- strings are compared after removing spaces and ``,./-_*^``, lowercasing and ``'``→``"``;
-  lists compare in order; dicts may not have unknown keys and must have every key whose
-  alternatives do not include ``""``;
-- a parameter the model left out is fine only if ``""`` is among its accepted values;
-- ``parallel`` categories: same number of calls, matched regardless of order; ``multiple``:
-  exactly one call; ``irrelevance``: right when there is no call.
+- the function name must match exactly (BFCL's dotted names included); every required
+  parameter must be given; a given parameter must exist in the function doc and in the answer;
+  a parameter the model left out is fine only if ``""`` is among its accepted values;
+- types follow the doc exactly (``bool`` is never an ``int``); an ``int`` for a ``float`` is
+  converted first; a tuple for a ``tuple`` parameter is a list; an ``array``/``tuple`` value
+  has its items checked one level deep against the items type (``[1, 3]`` is not an array of
+  floats when the accepted list holds floats);
+- when the accepted values are of another type than the doc says (BFCL's "variable" escape),
+  a value of that type is accepted and compared exactly;
+- strings are compared after removing spaces and ``,./-_*^``, lowercasing and ``'`` → ``"``;
+  lists compare in order, their string items normalised the same way; a ``""`` among the
+  accepted values also accepts ``""`` for a string and ``[]`` for a list (BFCL treats an empty
+  value like an omitted one); dicts may not have unknown keys and must have every key whose
+  alternatives do not include ``""``; lists of dicts compare dict by dict, in order;
+- ``parallel`` categories: same number of calls, each expected call matched greedily by a
+  distinct call, in any order; ``multiple``: exactly one call; other AST categories: one call,
+  checked against the first function doc; ``irrelevance``: right when there is no call;
+  ``relevance``: right when there is at least one.
+
+Error types use tooluse's names (``simple:missing_required``, ``type_error:nested``...).
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ __all__ = [
     "check_irrelevance",
     "check_multiple",
     "check_parallel",
+    "check_relevance",
     "check_simple",
     "checker_kind",
     "standardize_string",
@@ -37,18 +48,20 @@ __all__ = [
 #: One decoded call: ``{function_name: {param: value}}``.
 DecodedCall = Mapping[str, Mapping[str, Any]]
 
-_PYTHON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "float": (float, int),
-    "number": (float, int),
-    "boolean": (bool,),
-    "array": (list, tuple),
-    "tuple": (list, tuple),
-    "dict": (dict,),
-    "object": (dict,),
-    "any": (str,),
+#: BFCL's Python type names and the one Python type a value of each must have.
+_PYTHON_TYPES: dict[str, type] = {
+    "string": str,
+    "integer": int,
+    "float": float,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "tuple": list,
+    "dict": dict,
+    "object": dict,
+    "any": str,
 }
+_NESTED = ("array", "tuple")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,9 +87,12 @@ def standardize_string(text: str) -> str:
 
 
 def checker_kind(category: str) -> str:
-    """Which check a category uses: ``irrelevance``, ``parallel``, ``multiple`` or ``simple``."""
+    """Which check a category uses: ``irrelevance``, ``relevance``, ``parallel``,
+    ``multiple`` or ``simple``."""
     if "irrelevance" in category:
         return "irrelevance"
+    if "relevance" in category:
+        return "relevance"
     if "parallel" in category:
         return "parallel"
     if "multiple" in category:
@@ -84,77 +100,137 @@ def checker_kind(category: str) -> str:
     return "simple"
 
 
-def _is_type(value: Any, declared: str) -> bool:
-    if isinstance(value, bool) and declared not in ("boolean",):
-        return False
-    allowed = _PYTHON_TYPES.get(declared)
-    if allowed is None:
-        return True  # an unknown type name: nothing to check
-    return isinstance(value, allowed)
+def _std(value: Any) -> Any:
+    return standardize_string(value) if type(value) is str else value
 
 
-def _values_equal(value: Any, accepted: Any) -> bool:
-    """One value against one accepted alternative (strings normalised, lists in order)."""
-    if isinstance(accepted, str) and isinstance(value, str):
-        return standardize_string(value) == standardize_string(accepted)
-    if isinstance(accepted, bool) or isinstance(value, bool):
-        return type(value) is type(accepted) and value == accepted
-    if isinstance(accepted, (int, float)) and isinstance(value, (int, float)):
-        return float(value) == float(accepted)
-    if isinstance(accepted, (list, tuple)) and isinstance(value, (list, tuple)):
-        return len(value) == len(accepted) and all(
-            _values_equal(v, a) for v, a in zip(value, accepted, strict=True)
-        )
-    if isinstance(accepted, Mapping) and isinstance(value, Mapping):
-        return _dict_matches(value, accepted) is None
-    return bool(value == accepted)
+def _answer_type(accepted: Sequence[Any]) -> type | None:
+    """The type of the first accepted value that is not ``""`` (the "variable" escape)."""
+    return next((type(a) for a in accepted if a != ""), None)
 
 
-def _dict_matches(value: Mapping[str, Any], accepted: Mapping[str, Any]) -> str | None:
-    """``None`` when a dict value matches a dict alternative (values: lists of alternatives)."""
-    for key in value:
+def _type_check(
+    param: str, value: Any, declared: str, expected: type, nested: type | None, accepted: Any
+) -> tuple[CheckResult, bool]:
+    """``(verdict, is_variable)`` for one value: its type, one level of nesting, the escape."""
+    answer_type = _answer_type(accepted) if isinstance(accepted, (list, tuple)) else None
+    is_variable = answer_type is not None and answer_type is not expected
+    members: Any = value  # a list here whenever ``nested`` is set
+    if type(value) is expected:
+        if nested is None:
+            return CheckResult.ok(), is_variable
+        for alternative in accepted if isinstance(accepted, (list, tuple)) else ():
+            if type(alternative) is not list or all(
+                _type_check(param, item, nested.__name__, nested, None, alternative)[0].valid
+                for item in members
+            ):
+                return CheckResult.ok(), is_variable
+        return CheckResult.fail(
+            "type_error:nested",
+            f"parameter {param!r}: expected {declared} of {nested.__name__}, got {value!r}",
+        ), is_variable
+    if answer_type is not None and type(value) is answer_type:
+        return CheckResult.ok(), True
+    return CheckResult.fail(
+        f"type_error:{declared}",
+        f"parameter {param!r}: expected type {declared}, got {type(value).__name__} ({value!r})",
+    ), is_variable
+
+
+def _dict_problem(value: Mapping[str, Any], accepted: Mapping[str, Any]) -> str | None:
+    """``None`` when a dict value matches one dict alternative (its values: lists of values)."""
+    for key, item in value.items():
         if key not in accepted:
             return f"unexpected key {key!r}"
-    for key, alternatives in accepted.items():
-        options = alternatives if isinstance(alternatives, list) else [alternatives]
-        if key not in value:
-            if "" not in options:
-                return f"missing key {key!r}"
-            continue
-        if not any(_values_equal(value[key], option) for option in options if option != ""):
-            return f"key {key!r}: {value[key]!r} is not one of {options!r}"
+        options = accepted[key] if isinstance(accepted[key], list) else [accepted[key]]
+        if _std(item) not in [_std(o) for o in options]:
+            return f"key {key!r}: {item!r} is not one of {options!r}"
+    for key, options in accepted.items():
+        if key not in value and "" not in options:
+            return f"missing key {key!r}"
     return None
 
 
-def _check_value(param: str, value: Any, declared: str, accepted: Sequence[Any]) -> CheckResult:
-    options = [a for a in accepted if a != ""]
-    if not _is_type(value, declared):
-        # BFCL's "variable" escape: an alternative of another type is matched exactly.
-        exact = [a for a in options if type(a) is type(value)]
-        if exact and any(value == a for a in exact):
+def _check_dict(param: str, value: Mapping[str, Any], accepted: Sequence[Any]) -> CheckResult:
+    reason = f"no dict among the accepted values {list(accepted)!r}"
+    for alternative in accepted:
+        if alternative == "":
+            continue
+        if not isinstance(alternative, Mapping):
+            reason = f"accepted value {alternative!r} is not a dict"
+            continue
+        problem = _dict_problem(value, alternative)
+        if problem is None:
             return CheckResult.ok()
-        return CheckResult.fail(
-            f"type_error:{declared}",
-            f"parameter {param!r}: expected type {declared}, got {type(value).__name__} "
-            f"({value!r})",
-        )
-    if declared in ("dict", "object") and isinstance(value, Mapping):
-        problems = [_dict_matches(value, a) for a in options if isinstance(a, Mapping)]
-        if any(p is None for p in problems):
+        reason = problem
+    return CheckResult.fail("value_error:dict", f"parameter {param!r}: {reason}")
+
+
+def _check_list_of_dicts(param: str, value: list[Any], accepted: Sequence[Any]) -> CheckResult:
+    reason = "no accepted list of dicts"
+    for alternative in accepted:
+        if not isinstance(alternative, (list, tuple, str)) or len(value) != len(alternative):
+            reason = f"expected {len(alternative)} dicts, got {len(value)}"
+            continue
+        problems = [
+            _dict_problem(item, want)
+            if isinstance(item, Mapping) and isinstance(want, Mapping)
+            else "not a dict"
+            for item, want in zip(value, alternative, strict=True)
+        ]
+        bad = next((p for p in problems if p is not None), None)
+        if bad is None:
             return CheckResult.ok()
-        reason = problems[0] if problems else f"no dict among accepted values {options!r}"
-        return CheckResult.fail("value_error:dict", f"parameter {param!r}: {reason}")
-    if any(_values_equal(value, option) for option in options):
+        reason = bad
+    return CheckResult.fail("value_error:list_dict", f"parameter {param!r}: {reason}")
+
+
+def _check_param(param: str, value: Any, doc: Mapping[str, Any], accepted: Any) -> CheckResult:
+    declared = str(doc.get("type", "any"))
+    expected = _PYTHON_TYPES.get(declared)
+    if expected is None:  # a type name BFCL's Python rules do not know: compare values only
+        ok = value in accepted if isinstance(accepted, (list, tuple)) else value == accepted
+        if ok:
+            return CheckResult.ok()
+        return CheckResult.fail("value_error:value", f"parameter {param!r}: {value!r}")
+    nested: type | None = None
+    if declared in _NESTED:
+        items = doc.get("items")
+        if isinstance(items, Mapping):
+            nested = _PYTHON_TYPES.get(str(items.get("type")))
+    if declared == "tuple" and type(value) is tuple:
+        value = list(value)
+    if declared == "float" and type(value) is int:
+        value = float(value)
+    verdict, is_variable = _type_check(param, value, declared, expected, nested, accepted)
+    if not verdict.valid:
+        return verdict
+    options = list(accepted) if isinstance(accepted, (list, tuple)) else [accepted]
+    if not is_variable:
+        if expected is dict:
+            return _check_dict(param, value, options)
+        if expected is list and nested is dict:
+            return _check_list_of_dicts(param, value, options)
+        if expected is str:
+            if _std(value) in [_std(o) for o in options if type(o) is str]:
+                return CheckResult.ok()
+            return CheckResult.fail(
+                "value_error:string",
+                f"parameter {param!r}: {value!r} is not one of the accepted values {options!r}",
+            )
+        if expected is list:
+            # "" is an empty sequence here, so [] matches an optional list (as in BFCL)
+            wanted = [[_std(i) for i in o] for o in options if isinstance(o, (list, tuple, str))]
+            if [_std(i) for i in value] in wanted:
+                return CheckResult.ok()
+            return CheckResult.fail(
+                "value_error:list",
+                f"parameter {param!r}: {value!r} is not one of the accepted values {options!r}",
+            )
+    if value in options:
         return CheckResult.ok()
-    kind = (
-        "list"
-        if isinstance(value, (list, tuple))
-        else "string"
-        if isinstance(value, str)
-        else "value"
-    )
     return CheckResult.fail(
-        f"value_error:{kind}",
+        "value_error:value",
         f"parameter {param!r}: {value!r} is not one of the accepted values {options!r}",
     )
 
@@ -168,7 +244,8 @@ def check_simple(
             "simple:wrong_shape", f"expected one function per call, got {len(call)}"
         )
     name, arguments = next(iter(call.items()))
-    expected_name, accepted = next(iter(expected.items()))
+    accepted = next(iter(expected.values()))
+    expected_name = str(function_doc.get("name", next(iter(expected))))
     if name != expected_name:
         return CheckResult.fail(
             "simple:wrong_func_name", f"called {name!r}, expected {expected_name!r}"
@@ -185,8 +262,7 @@ def check_simple(
     for param, value in arguments.items():
         if param not in properties or param not in accepted:
             return CheckResult.fail("simple:unexpected_param", f"unexpected parameter {param!r}")
-        declared = str((properties[param] or {}).get("type", "any"))
-        verdict = _check_value(param, value, declared, accepted[param])
+        verdict = _check_param(param, value, properties[param] or {}, accepted[param])
         if not verdict.valid:
             return verdict
     for param, options in accepted.items():
@@ -208,8 +284,10 @@ def check_multiple(
     expected: Sequence[DecodedCall],
 ) -> CheckResult:
     """Several functions offered, exactly one call expected."""
-    if len(calls) != 1:
-        return CheckResult.fail("multiple:wrong_count", f"expected 1 call, got {len(calls)}")
+    if len(calls) != len(expected):
+        return CheckResult.fail(
+            "multiple:wrong_count", f"expected {len(expected)} call, got {len(calls)}"
+        )
     if len(expected) != 1:
         return CheckResult.fail("multiple:bad_answer", "the answer must hold exactly one call")
     name = next(iter(expected[0]))
@@ -224,7 +302,8 @@ def check_parallel(
     calls: Sequence[DecodedCall],
     expected: Sequence[DecodedCall],
 ) -> CheckResult:
-    """The same number of calls, each expected call matched by a distinct call, in any order."""
+    """The same number of calls, each expected call matched by a distinct call, in any order
+    (greedily, in order, as BFCL does)."""
     if len(calls) != len(expected):
         return CheckResult.fail(
             "parallel:wrong_count", f"expected {len(expected)} calls, got {len(calls)}"
@@ -239,7 +318,7 @@ def check_parallel(
         for index in unused:
             verdict = check_simple(doc, calls[index], want)
             if verdict.valid:
-                unused.remove(index)
+                unused.remove(index)  # each call answers one expectation only
                 break
             reasons.extend(verdict.errors)
         else:
@@ -259,6 +338,13 @@ def check_irrelevance(calls: Sequence[DecodedCall]) -> CheckResult:
     return CheckResult.ok()
 
 
+def check_relevance(calls: Sequence[DecodedCall]) -> CheckResult:
+    """Right when the model made at least one call (BFCL's live_relevance rule)."""
+    if any(len(c) for c in calls):
+        return CheckResult.ok()
+    return CheckResult.fail("relevance:no_call", "expected at least one call, got none")
+
+
 def check_entry(
     category: str,
     functions: Sequence[Mapping[str, Any]],
@@ -269,15 +355,14 @@ def check_entry(
     kind = checker_kind(category)
     if kind == "irrelevance":
         return check_irrelevance(calls)
+    if kind == "relevance":
+        return check_relevance(calls)
     if kind == "parallel":
         return check_parallel(functions, calls, expected)
     if kind == "multiple":
         return check_multiple(functions, calls, expected)
     if len(calls) != 1:
         return CheckResult.fail("simple:wrong_count", f"expected 1 call, got {len(calls)}")
-    if len(expected) != 1:
+    if len(expected) != 1 or not functions:
         return CheckResult.fail("simple:bad_answer", "the answer must hold exactly one call")
-    doc = _doc_for(functions, next(iter(expected[0])))
-    if doc is None:
-        return CheckResult.fail("simple:bad_answer", "the answer names no offered function")
-    return check_simple(doc, calls[0], expected[0])
+    return check_simple(functions[0], calls[0], expected[0])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,16 +26,40 @@ from tooluse.messages import ChatMessage
 from tooluse.tools.definition import ToolDefinition, sanitize_tool_name
 
 __all__ = [
+    "BFCL_CATEGORIES",
     "SAMPLE_CATEGORIES",
     "BFCLEntry",
+    "bfcl_data_dir",
     "category_of",
+    "load_bfcl_categories",
+    "load_bfcl_category",
     "load_bfcl_entries",
     "load_sample",
+    "select_entries",
     "tool_from_bfcl_function",
     "tools_for_entry",
 ]
 
 SAMPLE_CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
+
+#: BFCL v4's single-turn Python categories, as the installed ``bfcl-eval`` package names them.
+BFCL_CATEGORIES = (
+    "simple_python",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "irrelevance",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+    "live_irrelevance",
+    "live_relevance",
+)
+#: Categories that have no answer file: the verdict depends only on whether a call is made.
+NO_ANSWER_CATEGORIES = ("irrelevance", "live_irrelevance", "live_relevance")
+_ALIASES = {"simple": "simple_python"}
+BFCL_INSTALL_HINT = "pip install --no-deps 'bfcl-eval==2026.3.23' (see the tooluse[eval] extra)"
 
 PYTHON_NOTE = " Note that the provided function is in Python 3 syntax."
 
@@ -158,6 +183,88 @@ def load_sample(categories: Iterable[str] | None = None) -> list[BFCLEntry]:
                 load_bfcl_entries(qpath, apath if apath.exists() else None, category=name)
             )
     return entries
+
+
+def bfcl_data_dir() -> Path:
+    """The ``data`` folder of the installed ``bfcl-eval`` package (found without importing
+    it: its ``__init__`` pulls in dependencies that the data does not need)."""
+    from importlib.util import find_spec
+
+    spec = find_spec("bfcl_eval")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        data = Path(location) / "data"
+        if data.is_dir():
+            return data
+    raise FileNotFoundError(f"real BFCL data needs the bfcl-eval package: {BFCL_INSTALL_HINT}")
+
+
+def load_bfcl_category(name: str, *, data_dir: str | Path | None = None) -> list[BFCLEntry]:
+    """All entries of one BFCL v4 category (``simple`` is an alias of ``simple_python``),
+    from the installed ``bfcl-eval`` package or ``data_dir``, paired with their answers."""
+    category = _ALIASES.get(name, name)
+    if category not in BFCL_CATEGORIES:
+        raise ValueError(
+            f"unknown BFCL category {name!r}; known: {', '.join(BFCL_CATEGORIES)} "
+            "(simple = simple_python)"
+        )
+    root = Path(data_dir) if data_dir is not None else bfcl_data_dir()
+    question = root / f"BFCL_v4_{category}.json"
+    answer = root / "possible_answer" / f"BFCL_v4_{category}.json"
+    if not question.is_file():
+        raise FileNotFoundError(f"BFCL data file {question} is missing")
+    if category not in NO_ANSWER_CATEGORIES and not answer.is_file():
+        raise FileNotFoundError(f"BFCL answer file {answer} is missing")
+    entries = load_bfcl_entries(
+        question, answer if category not in NO_ANSWER_CATEGORIES else None, category=category
+    )
+    if not entries:
+        raise ValueError(f"BFCL category {category!r} has no entries in {question}")
+    return entries
+
+
+def load_bfcl_categories(
+    names: Iterable[str], *, data_dir: str | Path | None = None
+) -> list[BFCLEntry]:
+    """Entries of several categories, in the order given (each named once)."""
+    entries: list[BFCLEntry] = []
+    seen: set[str] = set()
+    for name in names:
+        category = _ALIASES.get(name, name)
+        if category in seen:
+            continue
+        seen.add(category)
+        entries.extend(load_bfcl_category(category, data_dir=data_dir))
+    return entries
+
+
+def select_entries(
+    entries: Sequence[BFCLEntry],
+    *,
+    sample: int | None = None,
+    seed: int = 0,
+    limit: int | None = None,
+) -> list[BFCLEntry]:
+    """Per category: a reproducible random ``sample`` (kept in data order) drawn with ``seed``,
+    then the first ``limit``. The same seed gives the same items on every machine."""
+    if sample is not None and sample < 1:
+        raise ValueError("sample must be at least 1")
+    if limit is not None and limit < 1:
+        raise ValueError("limit must be at least 1")
+    by_category: dict[str, list[BFCLEntry]] = {}
+    for entry in entries:
+        by_category.setdefault(entry.category, []).append(entry)
+    chosen: list[BFCLEntry] = []
+    for category, group in by_category.items():
+        picked = group
+        if sample is not None and sample < len(group):
+            rng = random.Random(f"{seed}:{category}")  # str seeds hash the same everywhere
+            indices = sorted(rng.sample(range(len(group)), sample))
+            picked = [group[i] for i in indices]
+        if limit is not None:
+            picked = picked[:limit]
+        chosen.extend(picked)
+    return chosen
 
 
 def _convert_schema(schema: Any) -> Any:

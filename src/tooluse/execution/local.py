@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, Union
 
-from tooluse.errors import ToolDefinitionError, ToolNotFoundError
+from tooluse.errors import ToolDefinitionError, ToolExecutionError, ToolNotFoundError
 from tooluse.execution.worker_threads import DaemonThreadPool
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
@@ -176,6 +176,18 @@ def _as_tool(obj: Any) -> ToolDefinition:
     from tooluse.tools import as_tool
 
     return as_tool(obj)  # type: ignore[no-any-return]
+
+
+def _tool_exit(name: str, exc: SystemExit) -> ToolExecutionError:
+    """A tool's ``sys.exit()`` as an ordinary tool failure (the run goes on).
+
+    ``KeyboardInterrupt`` is not converted: Ctrl-C still stops the run.
+    """
+    status = "()" if exc.code is None else f"({exc.code!r})"
+    return ToolExecutionError(
+        f"tool {name!r} called sys.exit{status}; a tool must return or raise instead",
+        tool_name=name,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -339,14 +351,22 @@ class SimpleToolExecutor:
         return None
 
     def _invoke_sync(self, prepared: PreparedCall) -> Any:
-        return prepared.definition.invoke(
-            prepared.arguments, injected=self.injected, call_id=prepared.call.id, validate=False
-        )
+        try:
+            return prepared.definition.invoke(
+                prepared.arguments, injected=self.injected, call_id=prepared.call.id, validate=False
+            )
+        except SystemExit as exc:
+            raise _tool_exit(prepared.call.name, exc) from None
 
     async def _invoke_async(self, prepared: PreparedCall) -> Any:
-        return await prepared.definition.ainvoke(
-            prepared.arguments, injected=self.injected, call_id=prepared.call.id, validate=False
-        )
+        # Converted here, inside the task: a SystemExit reaching asyncio's task machinery
+        # would stop the event loop itself.
+        try:
+            return await prepared.definition.ainvoke(
+                prepared.arguments, injected=self.injected, call_id=prepared.call.id, validate=False
+            )
+        except SystemExit as exc:
+            raise _tool_exit(prepared.call.name, exc) from None
 
     # -- sync path -----------------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ from typing import Any, TextIO
 
 from tooluse.errors import MCPError, ToolArgumentError, ToolDefinitionError, ToolNotFoundError
 from tooluse.execution.mcp_config import MCPServerConfig, load_mcp_servers
+from tooluse.execution.mcp_process import ServerProcess
 from tooluse.execution.mcp_schema import (
     check_advertised_schema,
     check_arguments,
@@ -68,6 +69,7 @@ class _Connection:
         self.config = config
         self.client: Any = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.process = ServerProcess()
         # A real file: the server writes its stderr there directly, and startup errors quote it.
         self.errlog: TextIO = tempfile.TemporaryFile(  # noqa: SIM115 - closed in close()
             "w+", encoding="utf-8", errors="replace"
@@ -107,12 +109,15 @@ class _Connection:
                 server=config.server,
                 command=config.command,
                 args=config.args,
-                env=dict(config.env) if config.env is not None else None,
+                env=self.process.environment(dict(config.env or {}))
+                if config.command is not None
+                else None,
                 cwd=config.cwd,
                 url=config.url,
                 headers=dict(config.headers) if config.headers else None,
                 timeout=config.timeout,
                 errlog=self.errlog,
+                max_reply_bytes=config.max_reply_bytes,
             )
         except Exception as exc:
             error = self._start_error(exc)
@@ -127,7 +132,8 @@ class _Connection:
                 return_when=asyncio.FIRST_COMPLETED,
             )
         except asyncio.CancelledError:
-            # The caller gave up (a loop timeout, say): stop the half-started server too.
+            # The caller gave up (a loop timeout, Ctrl-C): stop the half-started server too.
+            self.process.kill()
             ready.cancel()
             self._task.cancel()
             self._task.add_done_callback(lambda _task: self._release_stderr())
@@ -141,6 +147,8 @@ class _Connection:
             await self.close()
             raise error from failure
         timeout = TimeoutError(f"no handshake within {config.startup_timeout:g}s")
+        # A server stuck in its handshake gets no grace period: kill it now, then wind down.
+        self.process.kill()
         await self.close(keep_stderr=True)  # stop the process first: its stderr is then complete
         error = self._start_error(timeout)
         self._release_stderr()
@@ -206,7 +214,9 @@ class MCPToolExecutor:
     def __init__(self, config: MCPServerConfig) -> None:
         self.config = config
         self.rejected_tools: dict[str, str] = {}
+        self._malformed: dict[str, str] = {}
         self._connection: _Connection | None = None
+        self._opening: _Connection | None = None
         self._connect_lock: asyncio.Lock | None = None
         self._tools: tuple[ToolDefinition, ...] | None = None
         self._by_name: dict[str, ToolDefinition] = {}
@@ -270,9 +280,22 @@ class MCPToolExecutor:
                 await connection.close()
                 self._restarts += 1
             fresh = _Connection(self.config)
-            await fresh.open()
+            self._opening = fresh
+            try:
+                await fresh.open()
+            finally:
+                self._opening = None
             self._connection = fresh
             return fresh
+
+    def kill_servers(self) -> None:
+        """Kill the server process now, from any thread (Ctrl-C: nothing may be left behind).
+
+        The connection still has to be closed (:meth:`aclose`); that is quick afterwards.
+        """
+        for connection in (self._connection, self._opening):
+            if connection is not None:
+                connection.process.kill()
 
     # -- tools -------------------------------------------------------------------------------
 
@@ -296,15 +319,15 @@ class MCPToolExecutor:
                 f"{self.config.timeout:g}s"
             ) from exc
         except mcp_sdk.SDKError as exc:
-            if exc.code != mcp_sdk.CONNECTION_CLOSED:
+            if not mcp_sdk.connection_lost(exc, connection.client):
                 raise MCPError(
-                    f"MCP server {self.config.label!r} could not list tools: {exc}"
+                    f"MCP server {self.config.label!r} could not list tools: {exc.message}"
                 ) from exc
             # Listing is safe to repeat: restart a server that died while idle and ask again.
             connection = await self._ensure_connection()
             advertised = await self._fetch_all_tools(connection)
         tools: list[ToolDefinition] = []
-        rejected: dict[str, str] = {}
+        rejected = {n: why for n, why in self._malformed.items() if self.config.wants_tool(n)}
         for tool in advertised:
             if not self.config.wants_tool(tool.name):
                 continue
@@ -315,7 +338,10 @@ class MCPToolExecutor:
             try:
                 definition = mcp_sdk.tool_definition_from_mcp(tool, prefix=self.config.tool_prefix)
             except ToolDefinitionError as exc:
-                rejected[tool.name] = str(exc)
+                rejected[tool.name] = str(exc)[:500]
+                continue
+            except (ValueError, RecursionError) as exc:
+                rejected[tool.name] = f"{type(exc).__name__}: {exc}"[:500]
                 continue
             if any(known.name == definition.name for known in tools):
                 rejected[tool.name] = f"its name becomes {definition.name!r}, which is taken"
@@ -330,15 +356,24 @@ class MCPToolExecutor:
         return self._tools
 
     async def _fetch_all_tools(self, connection: _Connection) -> list[Any]:
+        """Every advertised tool; malformed entries go to ``self._malformed`` one by one."""
+        from tooluse.execution import mcp_sdk
+
         tools: list[Any] = []
+        self._malformed = {}
         cursor: str | None = None
         for _ in range(1000):  # a server that pages forever must not hang us
-            page = await asyncio.wait_for(
-                connection.client.list_tools(cursor=cursor, cache_mode="refresh"),
-                timeout=self.config.timeout,
-            )
-            tools.extend(page.tools)
-            cursor = page.next_cursor
+            try:
+                page, malformed, cursor = await asyncio.wait_for(
+                    mcp_sdk.list_tools_page(connection.client, cursor, self.config.timeout),
+                    timeout=self.config.timeout,
+                )
+            except ValueError as exc:
+                raise MCPError(
+                    f"MCP server {self.config.label!r} sent a malformed tool list: {exc}"
+                ) from exc
+            tools.extend(page)
+            self._malformed.update(malformed)
             if cursor is None:
                 break
         return tools
@@ -413,19 +448,24 @@ class MCPToolExecutor:
         except mcp_sdk.SDKError as exc:
             if exc.code == mcp_sdk.REQUEST_TIMEOUT:
                 raise MCPError(f"tool {call.name!r} timed out after {seconds:g}s") from exc
-            if exc.code == mcp_sdk.CONNECTION_CLOSED:
+            if mcp_sdk.connection_lost(exc, connection.client):
                 error = MCPError(
                     f"the MCP server closed the connection during {call.name!r} "
                     "(it is restarted on the next call)"
                 )
                 error.mcp_metadata = {"server_stderr": connection.stderr_tail()[-1000:]}  # type: ignore[attr-defined]
                 raise error from exc
-            raise MCPError(f"MCP server rejected {call.name!r}: {exc.message}") from exc
+            raise MCPError(
+                f"MCP server {self.config.label!r} answered {call.name!r} with an error: "
+                f"{exc.message}"
+            ) from exc
         except (RuntimeError, ValueError) as exc:
             # pydantic's ValidationError is a ValueError: the reply did not match the protocol;
             # RuntimeError: structured content that contradicts the tool's output schema.
             raise MCPError(f"MCP server sent a malformed result for {call.name!r}: {exc}") from exc
-        return mcp_sdk.tool_result_from_mcp(call.id, call.name, result)
+        return mcp_sdk.tool_result_from_mcp(
+            call.id, call.name, result, max_output_chars=self.config.max_output_chars
+        )
 
     async def _definition_for(self, name: str) -> ToolDefinition:
         if self._tools is None:
@@ -507,6 +547,11 @@ class MCPToolset:
         if failures:
             await self.aclose()
             raise failures[0]
+
+    def kill_servers(self) -> None:
+        """Kill every server process now, from any thread (see MCPToolExecutor.kill_servers)."""
+        for member in self._members:
+            member.executor.kill_servers()
 
     async def aclose(self) -> None:
         """Stop every server."""

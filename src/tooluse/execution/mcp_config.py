@@ -37,7 +37,11 @@ class MCPServerConfig:
       to keep names apart when several servers are used together;
     - ``include_tools`` / ``exclude_tools``: server-side tool names to keep (``None``: all) or
       to hide; hidden tools are neither listed nor callable;
-    - ``name``: a label for messages (defaults to the command or URL).
+    - ``name``: a label for messages (defaults to the command or URL);
+    - ``max_output_chars``: a tool result's text is cut to this many characters, with a marker,
+      like a local tool's output;
+    - ``max_reply_bytes``: a stdio server's reply longer than this is dropped as it arrives
+      and its request fails with that reason (``None``: the SDK's own, unbounded reader).
 
     ``env`` is added to a small safe default environment (``PATH``, ``HOME``...), as the SDK does.
     """
@@ -54,6 +58,8 @@ class MCPServerConfig:
     include_tools: tuple[str, ...] | None = None
     exclude_tools: tuple[str, ...] = ()
     name: str | None = None
+    max_output_chars: int = 20_000
+    max_reply_bytes: int | None = 16 * 1024 * 1024
     server: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -80,6 +86,10 @@ class MCPServerConfig:
         for label in ("timeout", "startup_timeout"):
             if not getattr(self, label) > 0:
                 raise ValueError(f"MCPServerConfig.{label} must be positive")
+        if self.max_output_chars < 1:
+            raise ValueError("MCPServerConfig.max_output_chars must be at least 1")
+        if self.max_reply_bytes is not None and self.max_reply_bytes < 1024:
+            raise ValueError("MCPServerConfig.max_reply_bytes must be at least 1024 (or None)")
 
     @property
     def label(self) -> str:

@@ -28,16 +28,71 @@ def check_advertised_schema(schema: Any) -> str | None:
     from jsonschema.validators import validator_for
 
     if not isinstance(schema, Mapping):
-        return f"input schema is not an object: {schema!r}"
+        return f"input schema is not an object: {repr(schema)[:100]}"
     root_type = schema.get("type", "object")
     if root_type != "object":
         return f"input schema root type must be 'object', got {root_type!r}"
+    problem = _structure_problem(schema)
+    if problem is not None:
+        return problem
     try:
         validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
         where = "/".join(str(part) for part in exc.absolute_path) or "(root)"
-        return f"invalid input schema at {where}: {exc.message}"
+        return f"invalid input schema at {where}: {exc.message}"[:500]
+    except RecursionError:
+        return "input schema is nested too deeply to check"
     return None
+
+
+#: Containers (objects and arrays) nested deeper than this make a schema unusable: real tool
+#: schemas stay far below it, and checking or validating deeper ones costs recursion.
+MAX_SCHEMA_DEPTH = 64
+
+
+def _structure_problem(schema: Mapping[str, Any]) -> str | None:
+    """Too deep, or a ``$ref`` that does not resolve inside the schema (walked without recursion)."""
+    anchors = set()
+    refs: list[tuple[str, str]] = []
+    stack: list[tuple[Any, int, str]] = [(schema, 0, "")]
+    while stack:
+        node, depth, path = stack.pop()
+        if depth > MAX_SCHEMA_DEPTH:
+            return f"input schema nests deeper than {MAX_SCHEMA_DEPTH} levels (at {path[:200]})"
+        if isinstance(node, Mapping):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                refs.append((ref, path or "(root)"))
+            anchor = node.get("$anchor")
+            if isinstance(anchor, str):
+                anchors.add(anchor)
+            stack.extend((value, depth + 1, f"{path}/{key}") for key, value in node.items())
+        elif isinstance(node, list):
+            stack.extend((value, depth + 1, f"{path}/{i}") for i, value in enumerate(node))
+    for ref, path in refs:
+        if not ref.startswith("#"):
+            return f"input schema $ref {ref!r} at {path} points outside the schema"
+        if ref.startswith("#/") or ref == "#":
+            if not _pointer_resolves(schema, ref[1:]):
+                return f"input schema $ref {ref!r} at {path} does not resolve"
+        elif ref[1:] not in anchors:
+            return f"input schema $ref {ref!r} at {path} names no $anchor"
+    return None
+
+
+def _pointer_resolves(document: Any, pointer: str) -> bool:
+    from urllib.parse import unquote
+
+    node = document
+    for raw in pointer.split("/")[1:]:
+        part = unquote(raw).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True
 
 
 def check_arguments(definition: ToolDefinition, arguments: Mapping[str, Any]) -> dict[str, Any]:

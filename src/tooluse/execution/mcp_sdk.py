@@ -18,6 +18,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import os
+import re
+import signal
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TextIO
 
@@ -34,6 +38,7 @@ try:
     from mcp.client.streamable_http import streamable_http_client
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError as SDKError
+    from mcp.shared.message import SessionMessage
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("mcp", "mcp") from exc
 
@@ -43,9 +48,12 @@ __all__ = [
     "Client",
     "SDKError",
     "Server",
+    "bounded_stdio_transport",
     "build_server",
     "call_tool_result_from_output",
+    "connection_lost",
     "describe_content_block",
+    "list_tools_page",
     "mcp_tool_from_definition",
     "open_client",
     "sdk_version",
@@ -92,10 +100,14 @@ def open_client(
     headers: dict[str, str] | None,
     timeout: float,
     errlog: TextIO,
+    max_reply_bytes: int | None = None,
 ) -> Any:
     """An un-entered SDK ``Client`` for an in-process server, a stdio command or an HTTP URL.
 
     The server's stderr goes to ``errlog`` (a real file) so that startup failures can quote it.
+    With ``max_reply_bytes``, a stdio server's replies are read by
+    :func:`bounded_stdio_transport` (replies over the limit answer their request with an
+    error); without it, by the SDK's own ``stdio_client``.
     """
     transport: Any
     if server is not None:
@@ -107,9 +119,156 @@ def open_client(
             transport = streamable_http_client(url)
     else:
         assert command is not None
-        params = StdioServerParameters(command=command, args=list(args), env=env, cwd=cwd)
-        transport = stdio_client(params, errlog=errlog)
+        if max_reply_bytes is None or sys.platform == "win32":
+            params = StdioServerParameters(command=command, args=list(args), env=env, cwd=cwd)
+            transport = stdio_client(params, errlog=errlog)
+        else:
+            transport = bounded_stdio_transport(
+                [command, *args], env=env, cwd=cwd, errlog=errlog, max_reply_bytes=max_reply_bytes
+            )
     return Client(transport, read_timeout_seconds=timeout)
+
+
+# The SDK's stdio reader joins the pending text to each new 64 KB chunk before splitting it, so
+# one long reply line costs time quadratic in its length (30 MB: tens of seconds) and is kept
+# whole. This transport reads stdout in one linear pass and drops any line longer than
+# ``max_reply_bytes`` as it arrives, answering its request with an error instead.
+_REPLY_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+_TOO_LARGE = -32603  # JSON-RPC "internal error": the reply could not be taken
+
+
+def _parse_reply(line: bytes) -> Any:
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:  # the session surfaces it (and logs it)
+        return exc
+
+
+def _oversized_reply(head: bytes, size: int, limit: int) -> Any:
+    """An error answering the request whose reply was too large (found by the id it begins with)."""
+    found = _REPLY_ID.search(head)
+    message = (
+        f"the server's reply was {size:,} bytes, over the {limit:,}-byte limit; it was dropped"
+    )
+    if found is None:
+        return ValueError(message)
+    import json
+
+    error = mcp_types.JSONRPCError(
+        jsonrpc="2.0",
+        id=json.loads(found.group(1)),
+        error=mcp_types.ErrorData(code=_TOO_LARGE, message=message),
+    )
+    return SessionMessage(error)
+
+
+@contextlib.asynccontextmanager
+async def bounded_stdio_transport(
+    argv: list[str],
+    *,
+    env: dict[str, str] | None,
+    cwd: str | None,
+    errlog: TextIO,
+    max_reply_bytes: int,
+) -> AsyncIterator[Any]:
+    """A stdio server as SDK transport streams, its replies read linearly and bounded.
+
+    The server runs in a new session (its process group is killed as a whole); shutdown
+    follows the MCP order: close stdin, wait 2 s, SIGTERM the group, wait 2 s, SIGKILL.
+    """
+    import anyio
+    from mcp.client.stdio import get_default_environment
+
+    process = await anyio.open_process(
+        argv,
+        env={**get_default_environment(), **(env or {})},
+        stderr=errlog,
+        cwd=cwd,
+        start_new_session=True,
+    )
+    read_send, read_recv = anyio.create_memory_object_stream[Any](0)
+    write_send, write_recv = anyio.create_memory_object_stream[Any](0)
+    writer_done = anyio.Event()
+    closed = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
+
+    async def reader() -> None:
+        assert process.stdout is not None
+        parts: list[bytes] = []
+        size, head, listening = 0, b"", True
+        async with read_send:
+            try:
+                async for chunk in process.stdout:
+                    start = 0
+                    while True:
+                        end = chunk.find(b"\n", start)
+                        piece = chunk[start:] if end < 0 else chunk[start:end]
+                        if size <= max_reply_bytes:
+                            parts.append(piece)
+                            if size + len(piece) > max_reply_bytes:  # stop keeping this line
+                                head, parts = b"".join(parts)[:512], []
+                        size += len(piece)
+                        if end < 0:
+                            break
+                        start = end + 1
+                        line = b"".join(parts)
+                        if size > max_reply_bytes:
+                            item = _oversized_reply(head, size, max_reply_bytes)
+                        else:
+                            item = _parse_reply(line) if line.strip() else None
+                        parts, size, head = [], 0, b""
+                        if item is not None and listening:
+                            try:
+                                await read_send.send(item)
+                            except closed:
+                                listening = False  # keep draining: the server must not block
+            except closed:
+                pass
+
+    async def writer() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_recv:
+                async for message in write_recv:
+                    text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send((text + "\n").encode())
+        except closed:
+            await read_send.aclose()  # the server is gone: let the session see it
+        finally:
+            writer_done.set()
+
+    async def exited(seconds: float) -> bool:
+        # Polled: waiting on the process would also wait for its pipes, which a child it
+        # left behind may hold open.
+        with anyio.move_on_after(seconds):
+            while process.returncode is None:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        return process.returncode is not None
+
+    def signal_group(number: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, number)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(reader)
+        group.start_soon(writer)
+        try:
+            yield read_recv, write_send
+        finally:
+            with anyio.CancelScope(shield=True):
+                write_send.close()
+                with anyio.move_on_after(0.5):
+                    await writer_done.wait()
+                with contextlib.suppress(*closed):
+                    await process.stdin.aclose()  # type: ignore[union-attr]
+                if not await exited(2.0):
+                    signal_group(signal.SIGTERM)
+                    if not await exited(2.0):
+                        signal_group(signal.SIGKILL)
+                        await exited(2.0)
+                with contextlib.suppress(*closed):
+                    await process.stdout.aclose()  # type: ignore[union-attr]
+                read_recv.close()
+            group.cancel_scope.cancel()
 
 
 @contextlib.asynccontextmanager
@@ -137,6 +296,68 @@ def annotations_from_mcp(annotations: Any) -> dict[str, Any]:
         return {}
     raw = annotations.model_dump(exclude_none=True)
     return {_ANNOTATION_WIRE_NAMES.get(key, key): value for key, value in raw.items()}
+
+
+async def list_tools_page(
+    client: Any, cursor: str | None, timeout: float
+) -> tuple[list[Any], dict[str, str], str | None]:
+    """One ``tools/list`` page, each tool checked on its own.
+
+    Returns the well-formed tools (SDK ``Tool`` objects), the malformed ones (name -> reason;
+    a tool with no usable name is named by its position, ``#3``) and the next cursor. The
+    SDK's own ``list_tools`` validates the page as a whole, so one malformed tool would make
+    every tool of the server unusable. The good tools are handed back to the SDK session as
+    its own listing would be, so it can check their structured results later.
+    """
+    from pydantic import ValidationError
+
+    session = client.session
+    params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+    request = mcp_types.ListToolsRequest(params=params)
+    stamp = getattr(session, "_stamp", None)
+    dispatcher = getattr(session, "_dispatcher", None)
+    if stamp is None or dispatcher is None:  # another SDK layout: the whole page at once
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+        return list(page.tools), {}, page.next_cursor
+    # The SDK's send_request checks the result as a whole; its raw request (with the same
+    # protocol headers) lets each tool be checked alone.
+    data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+    options: dict[str, Any] = {"timeout": timeout}
+    stamp(data, options)
+    raw = await dispatcher.send_raw_request(data["method"], data.get("params"), options)
+    if not isinstance(raw, dict):
+        raise ValueError(f"the tool list is not an object: {type(raw).__name__}")
+    entries = raw.get("tools")
+    if not isinstance(entries, list):
+        raise ValueError(f"the tool list is not a list: {type(entries).__name__}")
+    next_cursor = raw.get("nextCursor")
+    next_cursor = next_cursor if isinstance(next_cursor, str) else None
+    tools: list[Any] = []
+    rejected: dict[str, str] = {}
+    for index, entry in enumerate(entries):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        label = name if isinstance(name, str) and name else f"#{index}"
+        try:
+            tools.append(mcp_types.Tool.model_validate(entry))
+        except (ValidationError, RecursionError) as exc:
+            rejected[label] = f"malformed tool entry: {_first_problem(exc)}"
+    absorb = getattr(session, "_absorb_tool_listing", None)
+    if callable(absorb):  # private in the SDK: skipped (harmlessly) if it goes away
+        listing = mcp_types.ListToolsResult(tools=tools, next_cursor=next_cursor)
+        tools = list(absorb(listing, complete=cursor is None and next_cursor is None).tools)
+    return tools, rejected, next_cursor
+
+
+def _first_problem(exc: BaseException) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ())) or "(tool)"
+            return f"{where}: {first.get('msg', '')}"[:300]
+        except (IndexError, TypeError, ValueError):
+            pass
+    return f"{type(exc).__name__}: {exc}"[:300]
 
 
 def tool_definition_from_mcp(
@@ -199,13 +420,20 @@ def describe_content_block(block: Any) -> str:
     return f"[{kind or 'unknown'} content]"
 
 
-def tool_result_from_mcp(call_id: str, tool_name: str, result: Any) -> ToolResult:
+def tool_result_from_mcp(
+    call_id: str, tool_name: str, result: Any, *, max_output_chars: int | None = None
+) -> ToolResult:
     """A ``CallToolResult`` as a :class:`ToolResult`.
 
     Text blocks are joined with newlines (other blocks are described in brackets); when there
     are no content blocks but structured content, the structured content is rendered as JSON.
-    ``is_error`` maps to a failure whose text is the server's message.
+    ``is_error`` maps to a failure whose text is the server's message. Text longer than
+    ``max_output_chars`` is cut like a local tool's output (head and tail around a marker,
+    ``truncated_chars`` in the metadata); structured content too large to show whole is
+    dropped then (``structured_dropped`` in the metadata).
     """
+    from tooluse.execution.local import truncate_output
+
     parts = [describe_content_block(block) for block in result.content]
     text = "\n".join(part for part in parts if part)
     structured = result.structured_content
@@ -215,6 +443,13 @@ def tool_result_from_mcp(call_id: str, tool_name: str, result: Any) -> ToolResul
     kinds = [getattr(block, "type", "unknown") for block in result.content]
     if any(kind != "text" for kind in kinds):
         metadata["content_types"] = kinds
+    if max_output_chars is not None:
+        text, removed = truncate_output(text, max_output_chars)
+        if removed:
+            metadata["truncated_chars"] = removed
+            if structured is not None and len(render_output(structured)) > max_output_chars:
+                structured = None
+                metadata["structured_dropped"] = True
     if result.is_error:
         return ToolResult.failure(
             call_id, tool_name, text or "the MCP tool reported an error", **metadata
@@ -322,6 +557,17 @@ def build_server(
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
+
+
+def connection_lost(exc: Any, client: Any) -> bool:
+    """Whether an SDK error means the connection is gone.
+
+    The SDK reports a closed connection with code -32000, which is also the first code of
+    JSON-RPC's server-error range: a server's own ``-32000`` error must be shown as its message.
+    """
+    if getattr(exc, "code", None) != CONNECTION_CLOSED:
+        return False
+    return client is None or session_closed(client)
 
 
 def session_closed(client: Any) -> bool:

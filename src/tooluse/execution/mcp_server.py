@@ -112,9 +112,24 @@ def _import_module(target: str) -> ModuleType:
         # The file's own folder comes first, so its sibling imports resolve as when run directly.
         sys.path.insert(0, str(path.resolve().parent))
         sys.modules[module_name] = module
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            sys.modules.pop(module_name, None)
+            raise ToolDefinitionError(f"cannot import {target}: {_import_problem(exc)}") from exc
         return module
-    return importlib.import_module(target)
+    try:
+        return importlib.import_module(target)
+    except Exception as exc:
+        raise ToolDefinitionError(f"cannot import {target}: {_import_problem(exc)}") from exc
+
+
+def _import_problem(exc: Exception) -> str:
+    """One line saying why a tools module failed to import (with the line of a syntax error)."""
+    if isinstance(exc, SyntaxError):
+        where = f"{Path(exc.filename or '?').name}, line {exc.lineno}"
+        return f"SyntaxError: {exc.msg} ({where})"
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
 
 
 def _is_declared_tool(value: Any) -> bool:

@@ -82,6 +82,9 @@ class SyncMCPToolExecutor:
             return
         try:
             asyncio.run_coroutine_threadsafe(self._inner.aclose(), loop).result()
+        except BaseException:
+            self._inner.kill_servers()  # interrupted while closing: no server is left behind
+            raise
         finally:
             loop.call_soon_threadsafe(loop.stop)
             thread.join()
@@ -102,7 +105,13 @@ class SyncMCPToolExecutor:
             coroutine.close()
             raise MCPError("SyncMCPToolExecutor cannot be used from its own background loop")
         future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(coroutine, loop)
-        return future.result()
+        try:
+            return future.result()
+        except BaseException:
+            if not future.done():  # interrupted (Ctrl-C): stop the work and the servers now
+                future.cancel()
+                self._inner.kill_servers()
+            raise
 
     # -- tools and calls -----------------------------------------------------------------------
 

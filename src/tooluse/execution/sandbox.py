@@ -1,49 +1,83 @@
-"""A sandboxed ``python`` tool: model-written code runs in a separate, limited interpreter.
+"""A sandboxed ``python`` tool: model-written code runs in an isolated, limited interpreter.
 
 ::
 
-    from tooluse.execution.sandbox import python_tool, run_python
+    from tooluse.execution.sandbox import PythonSandbox, python_tool, run_python
 
     run_python("print(0.15 * 80)").output            # '12.0'
     tooluse.run(backend, "What is 17**5?", tools=[python_tool(timeout=5)])
+    with PythonSandbox(timeout=5).session() as session:   # variables persist between calls
+        session.run("x = 6")
+        session.run("print(x * 7)").output           # '42'
 
-Each run starts a fresh ``python -I`` (isolated mode: no user site, no ``PYTHON*`` variables)
-in a new temporary working directory with a clean environment (nothing of the caller's
-environment leaks, so no API keys), in its own process group. Inside the child, before the
-code runs, resource limits are set with ``resource.setrlimit``: CPU seconds, address space,
-size of written files and number of processes. A wall-clock timeout kills the whole process
-group. stdout and stderr are captured separately and cut at ``max_output_chars`` with a
-marker; an exception comes back as its traceback text.
+What is enforced (Linux; every run, with the default settings). The child is a fresh
+``python -I`` (no user site, no ``PYTHON*`` variables) that, before any of the code runs:
 
-Limits of the isolation (it is a guard rail, not a security boundary): the kernel process limit
-does not bind root, so process creation is also refused inside the interpreter (``os.fork``,
-``subprocess``, ``os.system``, ``ctypes``...); for other users the kernel limit also counts
-threads, so code that starts threads fails unless ``allow_subprocess=True``. The network stays
-reachable unless ``allow_network=False`` (a new network namespace, Linux only). POSIX only
-(``resource``, process groups).
+- **Namespaces**: new mount, PID, IPC and UTS namespaces, plus a new network namespace unless
+  ``allow_network=True`` (the default is **no network**: not even 127.0.0.1). Root makes them
+  directly; any other user gets them inside a new user namespace (its own uid mapped to itself).
+- **Private filesystem view**: a new root on a small tmpfs, made read-only, holding ``/usr``,
+  ``/bin``, ``/lib*``, the interpreter's and the virtualenv's directories and a short list of
+  ``/etc`` entries (loader cache, time zone, ``passwd``/``group``, TLS certificates; never
+  ``shadow``), all bound read-only; a fresh ``/proc`` showing only the sandbox's own processes; a
+  ``/dev`` with ``null``, ``zero``, ``full``, ``random`` and ``urandom`` only; a small ``/tmp``.
+  The only writable host directory is the run's own temporary directory, seen as ``/sandbox``
+  (the working directory, ``HOME`` and ``TMPDIR``). No home directory, no ``/sys``, no ``/run``.
+- **No privileges**: as root, the code runs as uid/gid 65534 (nobody) with no capabilities;
+  in a user namespace, every capability is dropped; the capability bounding set is emptied and
+  ``no_new_privs`` is set, so nothing can regain them.
+- **Processes**: the code runs in its own PID namespace, in a new session, as PID 2 under a
+  minimal init (PID 1, which reaps orphans); when the code ends (or is killed at the
+  wall-clock timeout) init exits and the kernel kills every process left in the namespace, so
+  nothing outlives the call. A supervisor outside the namespace passes the exit status (or
+  signal) on, and kills the namespace when the calling process dies (a lifeline pipe). The
+  caller's processes are invisible, so they cannot be signalled, traced or opened by pidfd.
+- **Resource limits** (``setrlimit``, hard = soft): CPU seconds, address space, written file
+  size, no core dumps and, unless ``allow_subprocess=True``, one process (plus an
+  in-interpreter guard that refuses ``fork``/``exec``/``subprocess``/``ctypes``; a convenience,
+  not the boundary).
+- **Clean environment**: ``PATH``, ``HOME``, ``TMPDIR``, locale; nothing of the caller's
+  environment (no API keys).
+- stdout and stderr are captured separately and cut at ``max_output_chars`` with a marker.
+
+Each result lists what was enforced in ``result.isolation``; a feature the kernel refused is
+listed in ``result.isolation_missing`` and raises a :class:`SandboxIsolationWarning` (a run
+that asked for no network fails, exit status 126, when a network namespace cannot be made).
+``isolate=False`` turns the namespaces off (limits, guard and clean environment stay).
+Not covered: a cgroup (memory is bounded by the address-space limit, processes by the
+process limit), seccomp system-call filtering, and non-Linux systems (POSIX systems get the
+limits only).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from tooluse.errors import ToolExecutionError
+from tooluse.execution.sandbox_process import (
+    SandboxIsolationWarning,
+    kill,
+    launch,
+    make_workdir,
+    read_isolation,
+    release,
+    remove_workdir,
+)
 from tooluse.messages import ToolResult
 from tooluse.tools.definition import ToolDefinition, ToolParameter, ToolParameterType
 
 __all__ = [
+    "PythonSandbox",
+    "SandboxIsolationWarning",
     "SandboxLimits",
     "SandboxResult",
+    "SandboxSession",
     "arun_python",
     "python_tool",
     "run_python",
@@ -51,80 +85,18 @@ __all__ = [
 
 TRUNCATION_MARKER = "\n... [output truncated: {removed} more characters]"
 
-# Runs inside the child before the user's code: limits first (hard = soft, so the code cannot
-# raise them again), then the in-interpreter process guard, then the code itself with the
-# bootstrap's own frame cut from any traceback.
-_BOOTSTRAP = r"""
-import os, posix, resource, sys
-_limits = dict(zip(("cpu_seconds", "memory_bytes", "file_size_bytes", "allow_subprocess",
-                    "allow_network"),
-                   (None if _v == "-" else int(_v) for _v in sys.argv[1].split(","))))
-if not _limits["allow_network"]:
-    # A new, empty network namespace (as root; else inside a new user namespace).
-    import ctypes
-    _libc = ctypes.CDLL(None, use_errno=True)
-    if _libc.unshare(0x40000000) != 0 and _libc.unshare(0x10000000 | 0x40000000) != 0:
-        sys.stderr.write("error: network isolation is not available on this system\n")
-        sys.stderr.flush()
-        os._exit(126)
-    del _libc, ctypes
-    for _name in [m for m in sys.modules if m == "ctypes" or m.startswith("ctypes.")]:
-        del sys.modules[_name]
-def _cap(kind, value):
-    if value is None:
-        return
-    try:
-        resource.setrlimit(kind, (value, value))
-    except (ValueError, OSError):
-        pass
-_cap(resource.RLIMIT_CPU, _limits["cpu_seconds"])
-_cap(resource.RLIMIT_AS, _limits["memory_bytes"])
-_cap(resource.RLIMIT_FSIZE, _limits["file_size_bytes"])
-_cap(resource.RLIMIT_CORE, 0)
-if not _limits["allow_subprocess"]:
-    _cap(resource.RLIMIT_NPROC, 1)
-    def _refused(*args, **kwargs):
-        raise PermissionError("process creation is not allowed in the sandbox")
-    for _name in ("fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp",
-                  "execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp",
-                  "execlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe", "kill", "killpg"):
-        for _module in (os, posix):
-            if hasattr(_module, _name):
-                setattr(_module, _name, _refused)
-    import _posixsubprocess
-    _posixsubprocess.fork_exec = _refused
-    sys.modules["_ctypes"] = None
-del _cap, _limits
-sys.argv = ["main.py"]
-with open("main.py", encoding="utf-8") as _f:
-    _source = _f.read()
-try:
-    _code = compile(_source, "main.py", "exec")
-    del _f, _source
-    exec(_code, {"__name__": "__main__", "__builtins__": __builtins__})
-except SystemExit:
-    raise
-except BaseException as _exc:
-    import traceback
-    _tb = _exc.__traceback__
-    _tb = _tb.tb_next if _tb is not None and _tb.tb_next is not None else _tb
-    sys.stdout.flush()
-    sys.stderr.write("".join(traceback.format_exception(type(_exc), _exc, _tb)))
-    sys.stderr.flush()
-    os._exit(1)
-"""
-
 
 @dataclass(frozen=True, kw_only=True)
 class SandboxLimits:
     """Limits of one sandboxed run.
 
-    ``timeout`` is wall-clock seconds (the process group is killed after it); ``cpu_seconds``
-    defaults to the timeout; ``memory_mb`` caps the address space; ``file_size_mb`` caps any
-    file the code writes; ``max_output_chars`` applies to stdout and stderr each.
-    ``allow_subprocess=True`` lifts the process guard. ``allow_network=False`` runs the code in
-    a new, empty network namespace (Linux; the run fails with exit status 126 where namespaces
-    are not permitted).
+    ``timeout`` is wall-clock seconds (the run is killed after it); ``cpu_seconds`` defaults
+    to the timeout (in a session: the session's total, default 20 times the timeout);
+    ``memory_mb`` caps the address space; ``file_size_mb`` caps any file the code writes (and
+    sizes ``/tmp``); ``max_output_chars`` applies to stdout and stderr each.
+    ``allow_subprocess=True`` lifts the process limit and guard. ``allow_network=True`` keeps
+    the host's network (default: a new, empty network namespace). ``isolate=False`` runs
+    without namespaces (see the module documentation).
     """
 
     timeout: float = 10.0
@@ -133,27 +105,31 @@ class SandboxLimits:
     file_size_mb: int | None = 16
     max_output_chars: int = 8_000
     allow_subprocess: bool = False
-    allow_network: bool = True
+    allow_network: bool = False
+    isolate: bool = True
 
     def __post_init__(self) -> None:
-        if self.timeout <= 0:
+        if not self.timeout > 0:
             raise ValueError("timeout must be positive")
         if self.memory_mb is not None and self.memory_mb < 32:
             raise ValueError("memory_mb must be at least 32 (the interpreter itself needs it)")
         if self.max_output_chars < 1:
             raise ValueError("max_output_chars must be at least 1")
+        if self.cpu_seconds is not None and self.cpu_seconds < 1:
+            raise ValueError("cpu_seconds must be at least 1")
 
-    def child_limits(self) -> dict[str, Any]:
+    def child_limits(self, *, session: bool = False) -> dict[str, Any]:
         """The limits as numbers for the child (``None``: no limit)."""
-        cpu = self.cpu_seconds if self.cpu_seconds is not None else max(1, int(self.timeout) + 1)
+        default_cpu = max(1, int(self.timeout) + 1) * (20 if session else 1)
+        mb = 1024 * 1024
         return {
-            "cpu_seconds": cpu,
-            "memory_bytes": None if self.memory_mb is None else self.memory_mb * 1024 * 1024,
-            "file_size_bytes": None
-            if self.file_size_mb is None
-            else self.file_size_mb * 1024 * 1024,
+            "cpu_seconds": self.cpu_seconds if self.cpu_seconds is not None else default_cpu,
+            "memory_bytes": None if self.memory_mb is None else self.memory_mb * mb,
+            "file_size_bytes": None if self.file_size_mb is None else self.file_size_mb * mb,
             "allow_subprocess": self.allow_subprocess,
             "allow_network": self.allow_network,
+            "isolate": self.isolate,
+            "tmp_mb": self.file_size_mb or 64,
         }
 
 
@@ -163,6 +139,9 @@ class SandboxResult:
 
     ``error`` is empty on success, else a short reason (``"timed out after 2 s"``, the
     exception's last traceback line, ``"killed by signal SIGXCPU (CPU time limit)"``...).
+    ``isolation`` names what was enforced (``"mount_namespace"``, ``"filesystem_view"``,
+    ``"network_namespace"``, ``"rlimits"``...); ``isolation_missing`` says what the system
+    refused, with the reason.
     """
 
     stdout: str
@@ -172,6 +151,8 @@ class SandboxResult:
     truncated_chars: int = 0
     duration: float = 0.0
     error: str = ""
+    isolation: tuple[str, ...] = ()
+    isolation_missing: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -215,30 +196,17 @@ class _CappedReader(threading.Thread):
                 self.dropped += len(chunk)
 
     def text(self) -> tuple[str, int]:
-        decoded = bytes(self.kept).decode("utf-8", errors="replace")
-        removed = max(0, len(decoded) - self.limit)
-        if removed or self.dropped:
-            removed += self.dropped  # bytes beyond the buffer: an estimate in characters
-            decoded = decoded[: self.limit] + TRUNCATION_MARKER.format(removed=removed)
-        return decoded, removed
+        return capped_text(bytes(self.kept), self.dropped, self.limit)
 
 
-def _limits_argument(limits: dict[str, Any]) -> str:
-    # Plain integers, not JSON: importing json costs the child about 10 ms.
-    order = ("cpu_seconds", "memory_bytes", "file_size_bytes", "allow_subprocess", "allow_network")
-    return ",".join("-" if limits[k] is None else str(int(limits[k])) for k in order)
-
-
-def _clean_environment(workdir: str) -> dict[str, str]:
-    # Nothing of the caller's environment is passed on: API keys and tokens stay out.
-    return {
-        "PATH": os.defpath,
-        "HOME": workdir,
-        "TMPDIR": workdir,
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "PYTHONIOENCODING": "utf-8",
-    }
+def capped_text(kept: bytes, dropped: int, limit: int) -> tuple[str, int]:
+    """Decode ``kept`` and cut it at ``limit`` characters with a marker counting the rest."""
+    decoded = kept.decode("utf-8", errors="replace")
+    removed = max(0, len(decoded) - limit)
+    if removed or dropped:
+        removed += dropped  # bytes beyond the buffer: an estimate in characters
+        decoded = decoded[:limit] + TRUNCATION_MARKER.format(removed=removed)
+    return decoded, removed
 
 
 # Looked up by name: Windows lacks some of these signals, and importing must not fail there.
@@ -254,7 +222,8 @@ _SIGNAL_REASONS: dict[int, str] = {
 }
 
 
-def _error_reason(exit_code: int | None, timed_out: bool, timeout: float, stderr: str) -> str:
+def error_reason(exit_code: int | None, timed_out: bool, timeout: float, stderr: str) -> str:
+    """The short reason a run failed ("" when it did not)."""
     if timed_out:
         return f"timed out after {timeout:g} s and was stopped"
     if exit_code is None or exit_code == 0:
@@ -285,47 +254,29 @@ def run_python(
     """
     if not isinstance(code, str):
         raise TypeError(f"code must be a string, got {type(code).__name__}")
-    if os.name != "posix":
-        raise ToolExecutionError(
-            "the python sandbox needs a POSIX system (resource limits, process groups)",
-            tool_name="python",
-        )
     limits = limits or SandboxLimits()
-    workdir = tempfile.mkdtemp(prefix="tooluse-sandbox-")
     started = time.perf_counter()
+    work = make_workdir()
     try:
-        with open(os.path.join(workdir, "main.py"), "w", encoding="utf-8") as handle:
+        with open(os.path.join(work, "main.py"), "w", encoding="utf-8") as handle:
             handle.write(code)
-        process = subprocess.Popen(
-            [
-                python_executable or sys.executable,
-                "-I",
-                "-c",
-                _BOOTSTRAP,
-                _limits_argument(limits.child_limits()),
-            ],
-            cwd=workdir,
-            env=_clean_environment(workdir),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own process group, killed as a whole on timeout
-            close_fds=True,
-        )
+        child = launch(limits, work, python_executable)
+        process = child.process
         assert process.stdout is not None and process.stderr is not None
         readers = (
             _CappedReader(process.stdout, limits.max_output_chars),
             _CappedReader(process.stderr, limits.max_output_chars),
         )
-        for reader in readers:
-            reader.start()
-        timed_out = _wait(process, readers, started + limits.timeout)
-        _kill_group(process.pid)
-        process.wait()
-        for reader in readers:
-            reader.join(timeout=5.0)
-        process.stdout.close()
-        process.stderr.close()
+        try:
+            for reader in readers:
+                reader.start()
+            timed_out = _wait(process, readers, started + limits.timeout)
+        finally:
+            kill(child)
+            for reader in readers:
+                reader.join(timeout=5.0)
+        read_isolation(child, limits, wait=1.0)
+        release(child)
         stdout, cut_out = readers[0].text()
         stderr, cut_err = readers[1].text()
         exit_code = process.returncode
@@ -336,10 +287,12 @@ def run_python(
             timed_out=timed_out,
             truncated_chars=cut_out + cut_err,
             duration=time.perf_counter() - started,
-            error=_error_reason(exit_code, timed_out, limits.timeout, stderr),
+            error=error_reason(exit_code, timed_out, limits.timeout, stderr),
+            isolation=child.isolation,
+            isolation_missing=child.isolation_missing,
         )
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_workdir(work)
 
 
 def _wait(
@@ -361,19 +314,48 @@ def _wait(
     return False
 
 
-def _kill_group(pid: int) -> None:
-    # Also reaps anything the code left running in its group (after a normal exit too).
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 async def arun_python(
     code: str, limits: SandboxLimits | None = None, *, python_executable: str | None = None
 ) -> SandboxResult:
     """Async :func:`run_python` (the same run, in a worker thread)."""
     return await asyncio.to_thread(run_python, code, limits, python_executable=python_executable)
+
+
+def result_to_tool_result(result: SandboxResult, name: str) -> ToolResult:
+    """A sandbox result as the tool's answer: the output, or a failure with the reason."""
+    metadata: dict[str, Any] = {
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "sandbox_duration": round(result.duration, 6),
+        "isolation": list(result.isolation),
+    }
+    if result.isolation_missing:
+        metadata["isolation_missing"] = list(result.isolation_missing)
+    if result.truncated_chars:
+        metadata["truncated_chars"] = result.truncated_chars
+    metadata.update(result.metadata)
+    if result.ok:
+        return ToolResult(call_id="", tool_name=name, output=result.output, metadata=metadata)
+    return ToolResult.failure("", name, result.output or result.error, **metadata)
+
+
+def describe_limits(limits: SandboxLimits) -> str:
+    text = f"{limits.timeout:g} s" + (
+        f", {limits.memory_mb} MB memory" if limits.memory_mb is not None else ""
+    )
+    if not limits.allow_subprocess:
+        text += ", no subprocesses"
+    if not limits.allow_network:
+        text += ", no network"
+    return text
+
+
+def code_parameter() -> tuple[ToolParameter, ...]:
+    return (
+        ToolParameter(
+            name="code", type=ToolParameterType.STRING, description="The Python source to run."
+        ),
+    )
 
 
 def python_tool(
@@ -384,14 +366,16 @@ def python_tool(
     file_size_mb: int | None = 16,
     max_output_chars: int = 8_000,
     allow_subprocess: bool = False,
-    allow_network: bool = True,
+    allow_network: bool = False,
+    isolate: bool = True,
     name: str = "python",
     python_executable: str | None = None,
 ) -> ToolDefinition:
     """The sandboxed ``python`` tool: runs the model's code, answers with what it printed.
 
-    A failing run (exception, limit, timeout) comes back as an error result carrying the
-    traceback or the reason, so the model can fix its code.
+    Each call runs in a fresh interpreter (nothing is kept between calls; for a stateful tool
+    see :meth:`SandboxSession.as_tool`). A failing run (exception, limit, timeout) comes back
+    as an error result carrying the traceback or the reason, so the model can fix its code.
     """
     limits = SandboxLimits(
         timeout=timeout,
@@ -401,40 +385,26 @@ def python_tool(
         max_output_chars=max_output_chars,
         allow_subprocess=allow_subprocess,
         allow_network=allow_network,
+        isolate=isolate,
     )
 
     def run_code(code: str) -> ToolResult:
-        result = run_python(code, limits, python_executable=python_executable)
-        metadata = {
-            "exit_code": result.exit_code,
-            "timed_out": result.timed_out,
-            "sandbox_duration": round(result.duration, 6),
-        }
-        if result.truncated_chars:
-            metadata["truncated_chars"] = result.truncated_chars
-        if result.ok:
-            return ToolResult(call_id="", tool_name=name, output=result.output, metadata=metadata)
-        return ToolResult.failure("", name, result.output or result.error, **metadata)
+        return result_to_tool_result(
+            run_python(code, limits, python_executable=python_executable), name
+        )
 
-    limits_text = f"{timeout:g} s" + (f", {memory_mb} MB memory" if memory_mb is not None else "")
-    if not allow_subprocess:
-        limits_text += ", no subprocesses"
-    if not allow_network:
-        limits_text += ", no network"
     return ToolDefinition(
         name=name,
         description=(
             "Run Python 3 code in a fresh sandboxed interpreter and return what it prints "
             "(stdout, then stderr). Use print() to show results; nothing is kept between "
-            f"calls. Limits: {limits_text}."
+            f"calls. Limits: {describe_limits(limits)}."
         ),
-        parameters=(
-            ToolParameter(
-                name="code",
-                type=ToolParameterType.STRING,
-                description="The Python source to run.",
-            ),
-        ),
+        parameters=code_parameter(),
         function=run_code,
         metadata={"sandbox_limits": limits},
     )
+
+
+# The session classes live in their own module, which builds on this one.
+from tooluse.execution.sandbox_session import PythonSandbox, SandboxSession  # noqa: E402

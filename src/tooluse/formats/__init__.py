@@ -18,6 +18,13 @@ from tooluse.formats.base import (
     ToolCallStream,
     collect_events,
 )
+from tooluse.formats.block_calls import (
+    ApertusParser,
+    CommandR7bParser,
+    KimiK3Parser,
+    MiniCpm5Parser,
+    MiniMaxM3Parser,
+)
 from tooluse.formats.chat_template import (
     chat_template_from_config,
     detect_format,
@@ -44,6 +51,23 @@ from tooluse.formats.json_formats import (
     MistralParser,
     MistralV11Parser,
 )
+from tooluse.formats.json_sections import (
+    Ernie45Parser,
+    FunctionaryV32Parser,
+    GigaChat3Parser,
+    Granite20bFcParser,
+    HunyuanA13bParser,
+    InternLM2Parser,
+    JsonArrayParser,
+    LongCatParser,
+    MiniMaxM1Parser,
+    XLamParser,
+)
+from tooluse.formats.prompt_reasoning import (
+    parser_for_template,
+    reasoning_started_from_prompt,
+    reasoning_started_from_template,
+)
 from tooluse.formats.pythonic import GemmaToolCodeParser, Lfm2Parser, Olmo3Parser, PythonicParser
 from tooluse.formats.registry import available_formats, get_parser, register_format
 from tooluse.formats.xml_params import (
@@ -52,8 +76,27 @@ from tooluse.formats.xml_params import (
     Qwen3CoderParser,
     SeedOssParser,
 )
+from tooluse.formats.xml_tagged import DeepSeekV4Parser, DeepSeekV32Parser, Step3Parser
 
 __all__ = [
+    "ApertusParser",
+    "CommandR7bParser",
+    "KimiK3Parser",
+    "MiniCpm5Parser",
+    "MiniMaxM3Parser",
+    "Ernie45Parser",
+    "FunctionaryV32Parser",
+    "GigaChat3Parser",
+    "Granite20bFcParser",
+    "HunyuanA13bParser",
+    "InternLM2Parser",
+    "JsonArrayParser",
+    "LongCatParser",
+    "MiniMaxM1Parser",
+    "XLamParser",
+    "DeepSeekV4Parser",
+    "DeepSeekV32Parser",
+    "Step3Parser",
     "DeepSeekV31Parser",
     "DeepSeekV3Parser",
     "FunctionGemmaParser",
@@ -87,6 +130,9 @@ __all__ = [
     "collect_events",
     "detect_format",
     "get_parser",
+    "parser_for_template",
+    "reasoning_started_from_prompt",
+    "reasoning_started_from_template",
     "message_to_template_dict",
     "register_format",
     "render_chat_template",

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from tooluse.events import (
     ArgumentsDelta,
@@ -35,10 +35,13 @@ from tooluse.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from tooluse.formats.lexer import MarkerSet
+from tooluse.formats.lexer import CodeReader, MarkerSet
 from tooluse.formats.literals import LiteralSyntaxError, decode_arguments
 from tooluse.messages import ToolCall, new_call_id
 from tooluse.tools.definition import ToolDefinition
+
+if TYPE_CHECKING:
+    from tooluse.formats.special_tokens import SpecialTokenGuard
 
 __all__ = [
     "ArgumentsWriter",
@@ -191,6 +194,10 @@ class StreamMachine:
     #: Markers that open and close reasoning (``None`` when the format has none).
     think_open: str | None = "<think>"
     think_close: str | None = "</think>"
+    #: Whether the model writes its calls inside open reasoning (Kimi-K2-Thinking): a call
+    #: opener (:meth:`_call_openers`) then ends the reasoning wherever it appears. Otherwise an
+    #: opener ends only reasoning that the prompt opened (``reasoning_started``), at a line start.
+    calls_in_reasoning: bool = False
 
     def __init__(
         self,
@@ -212,10 +219,20 @@ class StreamMachine:
         self._closed = False
         self._out: list[StreamEvent] = []
         self._gathered: list[str] = []
+        self._code_fallback = False  # a code block had a stray quote (see _collect_code)
         self._next_index = 0
         self._new_id = id_factory
         self._in_reasoning = reasoning_started and self.think_close is not None
         self._think_close_set = MarkerSet([self.think_close]) if self.think_close else None
+        # A call opener ends reasoning opened by the prompt and never closed (Qwen3.5, GLM-4.7
+        # and others: the model may go straight to a call without "</think>").
+        openers = [m for m in self._call_openers() if m]
+        self._reasoning_exits = (
+            MarkerSet([self.think_close, *openers]) if self.think_close and openers else None
+        )
+        self._prompt_reasoning = self._in_reasoning
+        self._reasoning_line_start = True
+        self._guard: SpecialTokenGuard | None = None  # set by feed_tokens / special_tokens
 
     # -- public interface ------------------------------------------------------------------
     def feed(self, delta: str) -> list[StreamEvent]:
@@ -233,11 +250,41 @@ class StreamMachine:
         """End of output: flush held-back text, report unfinished calls."""
         if self._closed:
             return []
+        guard = self._guard
+        held = self.feed(guard.flush()) if guard is not None else []
         self._final = True
         self._run()
         self._finish()
         self._closed = True
-        return self._take()
+        events = held + self._take()
+        return guard.clean(events) if guard is not None else events
+
+    def special_tokens(self, texts: Iterable[str]) -> StreamMachine:
+        """Declare the texts of the tokenizer's special tokens (``<tool_call>``, ``<think>``,
+        ...) for :meth:`feed_tokens`: typed inside ordinary tokens, they are text. Returns the
+        machine."""
+        from tooluse.formats.special_tokens import SpecialTokenGuard
+
+        if self._guard is None:
+            self._guard = SpecialTokenGuard(texts)
+        else:
+            for text in texts:
+                self._guard.special_text(text)
+        return self
+
+    def feed_tokens(self, tokens: Iterable[tuple[int, str, bool]]) -> list[StreamEvent]:
+        """Consume tokens as the backend produced them, ``(token_id, text, is_special)``: a
+        format marker counts only where it came as a special token (one declared with
+        :meth:`special_tokens`, or already seen as special), so a marker typed inside an
+        argument or an answer stays text. Returns the events, as :meth:`feed` does."""
+        if self._guard is None:
+            self.special_tokens(())
+        guard = self._guard
+        assert guard is not None
+        events: list[StreamEvent] = []
+        for _token_id, text, is_special in tokens:
+            events.extend(self.feed(guard.special(text) if is_special else guard.normal(text)))
+        return guard.clean(events)
 
     # -- for subclasses ---------------------------------------------------------------------
     def _step(self) -> bool:  # pragma: no cover - abstract
@@ -306,22 +353,71 @@ class StreamMachine:
         text, self._gathered = "".join(self._gathered), []
         return text, found.marker
 
+    def _collect_code(self, reader: CodeReader) -> tuple[str, str | None] | None:
+        """Like :meth:`_collect_until` for a block of code: its closing marker counts only
+        outside string literals, so a value may contain it.
+
+        A block whose quotes never balance (a stray apostrophe) would run to the end of the
+        output; then, at the end, its first closing marker ends it after all and the text that
+        followed is read again. That happens at most once per turn (later blocks then end at
+        their first marker), so the cost stays linear, and a split never changes the result.
+        """
+        if self._code_fallback:
+            return self._collect_until(MarkerSet([reader.close]))
+        self._pos, closed = reader.collect(self._buf, self._pos, self._final)
+        if closed:
+            return reader.take(), reader.close
+        if not self._final:
+            return None
+        code = reader.take()
+        cut = code.find(reader.close)
+        if cut < 0:
+            return code, None
+        self._code_fallback = True
+        self._buf = code[cut + len(reader.close) :] + self._buf[self._pos :]
+        self._pos = 0
+        return code[:cut], reader.close
+
+    def _call_openers(self) -> tuple[str, ...]:
+        """Markers that begin a call in this format (they may end open reasoning)."""
+        return ()
+
     def _reasoning_step(self) -> bool:
-        """Inside ``<think>``: everything up to the closing marker is reasoning, never calls."""
+        """Inside ``<think>``: everything up to the closing marker is reasoning. A call opener
+        ends it too when the format writes calls inside reasoning, or when the prompt opened
+        the reasoning and the opener starts a line; the call is then read as a call."""
         assert self._think_close_set is not None
-        found = self._think_close_set.find(self._buf, self._pos, self._final)
-        self._emit_reasoning(self._buf[self._pos : found.text_end])
+        exits_active = self._reasoning_exits is not None and (
+            self.calls_in_reasoning or self._prompt_reasoning
+        )
+        markers = self._reasoning_exits if exits_active else self._think_close_set
+        assert markers is not None
+        found = markers.find(self._buf, self._pos, self._final)
+        self._reasoning_piece(self._buf[self._pos : found.text_end])
         self._pos = found.text_end
         if found.marker is None:
             if self._final:
                 self._in_reasoning = False
             return False
+        if found.marker != self.think_close:
+            if self.calls_in_reasoning or self._reasoning_line_start:
+                self._in_reasoning = False  # the opener stays unread: the format reads the call
+                return True
+            self._reasoning_piece(found.marker)  # an opener quoted mid-line is reasoning text
         self._pos = found.marker_end
-        self._in_reasoning = False
+        self._in_reasoning = found.marker != self.think_close and self._in_reasoning
         return True
+
+    def _reasoning_piece(self, text: str) -> None:
+        self._emit_reasoning(text)
+        visible = text.rstrip(" \t")
+        if visible:
+            self._reasoning_line_start = visible.endswith(("\n", "\r"))
 
     def _enter_reasoning(self) -> None:
         self._in_reasoning = True
+        self._prompt_reasoning = False
+        self._reasoning_line_start = True
 
     # -- calls --------------------------------------------------------------------------------
     def _start_call(self, name: str, call_id: str | None = None) -> tuple[int, str]:
@@ -476,6 +572,20 @@ class TextFormatParser:
         """Read a complete assistant turn."""
         machine = self.stream(available_tools)
         events = machine.feed(text)
+        events.extend(machine.close())
+        return collect_events(events)
+
+    def parse_tokens(
+        self,
+        tokens: Iterable[tuple[int, str, bool]],
+        available_tools: ToolsArg = (),
+        *,
+        special_tokens: Iterable[str] = (),
+    ) -> ParsedToolResponse:
+        """Read a complete turn given as ``(token_id, text, is_special)`` tokens: markers count
+        only as special tokens (see :meth:`StreamMachine.feed_tokens`)."""
+        machine = self.stream(available_tools).special_tokens(special_tokens)
+        events = machine.feed_tokens(tokens)
         events.extend(machine.close())
         return collect_events(events)
 

@@ -118,7 +118,8 @@ def message_to_template_dict(message: ChatMessage | Mapping[str, Any]) -> dict[s
     """A message as templates expect it (OpenAI chat shape; dicts pass through).
 
     Assistant tool calls carry their arguments as an object (templates apply ``tojson``); tool
-    results carry ``tool_call_id`` and ``name``; reasoning goes in ``reasoning_content``.
+    results carry ``tool_call_id`` and ``name``; reasoning goes in ``reasoning_content`` and, as
+    transformers 5 passes it, in ``thinking`` (gpt-oss and LFM2.5 templates read that one).
     """
     if not isinstance(message, ChatMessage):
         return dict(message)
@@ -140,6 +141,7 @@ def message_to_template_dict(message: ChatMessage | Mapping[str, Any]) -> dict[s
             ]
         if message.reasoning:
             out["reasoning_content"] = message.reasoning
+            out["thinking"] = message.reasoning
     elif message.role == "tool":
         if message.result is not None:
             out["tool_call_id"] = message.result.call_id
@@ -227,6 +229,21 @@ def chat_template_from_config(
 # Marker text that identifies a format inside a template, most specific first.
 _DETECTION: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("harmony", ("<|channel|>", "<|constrain|>")),
+    ("deepseek_v32", ("｜DSML｜", "function_calls")),
+    ("deepseek_v4", ("｜DSML｜", "tool_calls")),
+    ("minimax_m3", ("]<]minimax[>[",)),
+    ("minimax_m1", ("<tool_calls>", "</tool_calls>", "MiniMax")),
+    ("command_r7b", ("<|START_ACTION|>",)),
+    ("apertus", ("<|tools_prefix|>",)),
+    ("kimi_k3", ("<|open|>", "<|sep|>")),
+    ("step3", ("steptml:",)),
+    ("internlm2", ("<|action_start|>", "<|plugin|>")),
+    ("gigachat3", ("<|function_call|>",)),
+    ("gigachat3", ("function call<|role_sep|>",)),
+    ("longcat", ("<longcat_tool_call>",)),
+    ("lfm2", ("<|tool_list_start|>",)),
+    ("lfm2", ("<|tool_response_start|>",)),
+    ("lfm2", ("List of tools: [",)),
     ("harmony", ("<|channel|>", "<|call|>")),
     ("kimi_k2", ("<|tool_calls_section_begin|>",)),
     ("glm45", ("<tool_call>", "<arg_key>")),
@@ -256,12 +273,30 @@ _DETECTION: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+@lru_cache(maxsize=32)
 def detect_format(template: str) -> str | None:
     """The registry name of the tool-call format a chat template uses, or ``None``.
 
-    Detection looks for each format's markers in the template text; a template without any
-    tool section (SmolLM2, for one) gives ``None``.
+    Detection renders a probe conversation with an assistant tool call through the template
+    and asks each format's parser to read the call back from what the template wrote (see
+    :mod:`tooluse.formats.template_detect`). A template that does not render tool calls is
+    recognised by marker text; a template without any tool section (SmolLM2, for one) gives
+    ``None``.
     """
+    from tooluse.formats.template_detect import BARE_FORMATS, detect_by_rendering
+
+    marked = _detect_by_markers(template)
+    try:
+        _compile(template)
+    except ChatTemplateError:
+        return marked
+    found = detect_by_rendering(template, bos_token="", eos_token="")
+    if found is None or (found in BARE_FORMATS and marked not in BARE_FORMATS | {None}):
+        return marked
+    return found
+
+
+def _detect_by_markers(template: str) -> str | None:
     for name, needles in _DETECTION:
         if all(needle in template for needle in needles):
             return name

@@ -83,11 +83,17 @@ class _CallObjectMachine(StreamMachine):
     quote = "<escape>"
     think_open: str | None = None
     think_close: str | None = None
+    #: Special tokens that may stray into the answer (a doubled or unmatched channel marker):
+    #: dropped from content, since they are never text.
+    stray_markers: tuple[str, ...] = ()
+
+    def _call_openers(self) -> tuple[str, ...]:
+        return (self.call_open,)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         opens = [self.call_open] + ([self.think_open] if self.think_open else [])
-        self._text_markers = MarkerSet(opens)
+        self._text_markers = MarkerSet([*opens, *self.stray_markers])
         self._body_markers = MarkerSet([self.quote, self.call_close])
         self._string_markers = MarkerSet([self.quote])
         self._state = "text"
@@ -109,7 +115,7 @@ class _CallObjectMachine(StreamMachine):
                 self._parts = []
                 self._header = []
                 self._raw: list[str] = [self.call_open]
-            else:
+            elif marker == self.think_open:
                 self._enter_reasoning()
             return True
         if self._state == "body":
@@ -282,6 +288,7 @@ class _Gemma4Machine(_CallObjectMachine):
     quote = '<|"|>'
     think_open = "<|channel>thought"
     think_close = "<channel|>"
+    stray_markers = ("<|channel>", "<channel|>")
 
 
 class Gemma4Parser(FunctionGemmaParser):

@@ -29,6 +29,9 @@ _CHANNEL_RE = re.compile(r"<\|channel\|>\s*([A-Za-z_]+)")
 _RECIPIENT_RE = re.compile(r"\bto=([^\s<]+)")
 _WS = re.compile(r"[ \t\r\n]*")
 _ENDS = (CALL, END, RETURN, START)
+_LEAD_RECIPIENT = "to="
+# Recipients that address a role, not a tool: ``commentary to=assistant`` is no call.
+_ROLE_RECIPIENTS = frozenset({"assistant", "user", "system", "developer", "all"})
 
 
 class _HarmonyMachine(JsonCallMachine):
@@ -37,7 +40,7 @@ class _HarmonyMachine(JsonCallMachine):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._state = "outside"
+        self._state = "start"
         self._outside = MarkerSet([START, CHANNEL, MESSAGE])
         self._header_end = MarkerSet([MESSAGE, START, END, CALL, RETURN])
         self._body_end = MarkerSet([END, RETURN, CALL, START])
@@ -46,6 +49,20 @@ class _HarmonyMachine(JsonCallMachine):
 
     def _step(self) -> bool:
         state = self._state
+        if state == "start":
+            # The prompt ends with "<|start|>assistant", so the first header may begin with the
+            # role part's recipient: " to=functions.NAME<|channel|>commentary json<|message|>".
+            match = _WS.match(self._buf, self._pos)
+            end = match.end() if match else self._pos
+            rest = self._buf[end : end + len(_LEAD_RECIPIENT)]
+            if rest == _LEAD_RECIPIENT:
+                self._header_prefix = ""
+                self._state = "header"
+                return True
+            if not self._final and _LEAD_RECIPIENT.startswith(rest) and end - self._pos <= 64:
+                return False
+            self._state = "outside"
+            return True
         if state == "outside":
             marker = self._text_until(self._outside)
             if marker is None:
@@ -118,12 +135,11 @@ class _HarmonyMachine(JsonCallMachine):
             self._state = "outside"
 
     def _open_message(self, header: str) -> None:
-        channel = _CHANNEL_RE.search(header)
-        self._channel = channel.group(1) if channel else ""
-        recipient = _RECIPIENT_RE.search(header)
-        if recipient is not None:
-            target = recipient.group(1)
-            name = target.removeprefix("functions.")
+        channels = _CHANNEL_RE.findall(header)
+        self._channel = channels[-1] if channels else ""  # a repeated channel: the last counts
+        targets = [t for t in _RECIPIENT_RE.findall(header) if t not in _ROLE_RECIPIENTS]
+        if targets:
+            name = targets[0].removeprefix("functions.")
             self._open_arguments(header + MESSAGE, name, self._body_end)
             self._state = "body"
         elif self._channel == "analysis":

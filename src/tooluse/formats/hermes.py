@@ -9,6 +9,7 @@ literals, an unclosed last block (output cut at the stop token), and ``<think>``
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from tooluse.formats.base import TextFormatParser, tools_json_lines
@@ -28,6 +29,9 @@ __all__ = [
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
+# After a call object: a comma, then (group 1) the next object's brace.
+_MORE = re.compile(r"[ \t\r\n]*,[ \t\r\n]*(\{)?")
+_BLANK = re.compile(r"[ \t\r\n]*")
 
 
 class HermesMachine(JsonCallMachine):
@@ -35,10 +39,18 @@ class HermesMachine(JsonCallMachine):
 
     open_marker: str = OPEN
     close_marker: str | None = CLOSE
+    #: Other spellings of the opener the model family writes (Granite 3.1: ``<tool_call>``).
+    other_openers: tuple[str, ...] = ()
+
+    def _call_openers(self) -> tuple[str, ...]:
+        return (self.open_marker, *self.other_openers)
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        markers = [self.open_marker] + ([self.think_open] if self.think_open else [])
+        self._opened = self.open_marker  # the opener of the current body, as written
+        self._closer = self.close_marker  # the closing marker of the current body
+        markers = [self.open_marker, *self.other_openers]
+        markers += [self.think_open] if self.think_open else []
         self._text_markers = MarkerSet(markers)
         ends = [self.open_marker] + ([self.close_marker] if self.close_marker else [])
         self._terminators = MarkerSet(ends)
@@ -49,11 +61,10 @@ class HermesMachine(JsonCallMachine):
             marker = self._text_until(self._text_markers)
             if marker is None:
                 return False
-            if marker == self.open_marker:
-                self._open_calls(marker, self._terminators)
-                self._state = "body"
-            else:
+            if marker == self.think_open:
                 self._enter_reasoning()
+            else:
+                self._begin_block(marker)
             return True
         if self._state == "body":
             progress = self._scan_body()
@@ -67,19 +78,41 @@ class HermesMachine(JsonCallMachine):
             # when the format has a closing marker (a real but malformed call attempt).
             lead = "".join(self._raw_parts)
             self._raw_parts = []
-            self._emit_text(self.open_marker + lead)
-            if self.close_marker is not None:
+            self._emit_text(self._opened + lead)
+            if self._closer is not None:
                 self._error(
-                    f"{self.open_marker!r} is not followed by a JSON call; kept as text",
-                    self.open_marker,
+                    f"{self._opened!r} is not followed by a JSON call; kept as text",
+                    self._opened,
                 )
             self._state = "text"
             return True
-        # "after" a body: drop the closing marker when it follows
-        if self.close_marker and self._skip_closing(self.close_marker) is None:
+        # "after" a body: another call object after a comma (two objects, one block), else
+        # drop the closing marker when it follows
+        blank = _BLANK.match(self._buf, self._pos)
+        blank_end = blank.end() if blank else self._pos
+        if blank_end == len(self._buf) and not self._final and blank_end - self._pos <= 64:
+            return False  # what follows the object decides
+        more = _MORE.match(self._buf, self._pos)
+        if more is not None:
+            if more.group(1):
+                self._pos = more.end() - 1
+                self._open_calls(self._opened, self._terminators)
+                self._state = "body"
+                return True
+            at_end = more.end() == len(self._buf)
+            if at_end and not self._final and more.end() - self._pos <= 64:
+                return False
+        if self._closer and self._skip_closing(self._closer) is None:
             return False
         self._state = "text"
         return True
+
+    def _begin_block(self, marker: str) -> None:
+        """A call block opened with ``marker`` begins at ``self._pos``."""
+        self._opened = marker
+        self._closer = self.close_marker
+        self._open_calls(marker, self._terminators)
+        self._state = "body"
 
 
 def hermes_tools_prompt(tools: Sequence[ToolDefinition]) -> str:
@@ -116,17 +149,33 @@ class HermesToolCallParser(TextFormatParser):
     name = "hermes"
     machine = HermesMachine
 
+    def __init__(self, *, reasoning_started: bool = False, lenient: bool = False) -> None:
+        super().__init__(reasoning_started=reasoning_started)
+        #: Also read calls wrapped the way other models wrap them (see ``hermes_lenient``).
+        self.lenient = lenient
+        if lenient:
+            from tooluse.formats.hermes_lenient import LenientHermesMachine
+
+            self.machine = LenientHermesMachine
+
     def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
         return hermes_tools_prompt(tools)
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(lenient=True)" if self.lenient else super().__repr__()
+
 
 def _json_list_parser(
-    name: str, open_marker: str, close_marker: str | None, doc: str
+    name: str,
+    open_marker: str,
+    close_marker: str | None,
+    doc: str,
+    other_openers: tuple[str, ...] = (),
 ) -> type[TextFormatParser]:
     machine = type(
         f"_{name}Machine",
         (HermesMachine,),
-        {"open_marker": open_marker, "close_marker": close_marker},
+        {"open_marker": open_marker, "close_marker": close_marker, "other_openers": other_openers},
     )
 
     def format_tools(self: TextFormatParser, tools: Sequence[ToolDefinition]) -> str:
@@ -145,7 +194,11 @@ def _json_list_parser(
 
 
 GraniteParser = _json_list_parser(
-    "granite", "<|tool_call|>", None, "Granite 3.x: ``<|tool_call|>[{name, arguments}, ...]``."
+    "granite",
+    "<|tool_call|>",
+    None,
+    "Granite 3.x: ``<|tool_call|>[{name, arguments}, ...]`` (3.1 also writes ``<tool_call>``).",
+    other_openers=("<tool_call>",),
 )
 JambaParser = _json_list_parser(
     "jamba", "<tool_calls>", "</tool_calls>", "Jamba / Hunyuan: ``<tool_calls>[...]</tool_calls>``."

@@ -46,13 +46,20 @@ def call_from_object(obj: Any) -> tuple[str | None, Any, str | None]:
 class JsonCallMachine(StreamMachine):
     """Base of JSON-call formats; subclasses drive text states and open bodies."""
 
+    #: Whether a call object starts streaming as soon as its name is read. Formats whose call
+    #: objects carry the model's own call id (Mistral's ``"id"``) read each object whole, so
+    #: the call starts with that id.
+    stream_calls: bool = True
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._deferred: str | None = None  # name of a call object read whole (stream_calls off)
         self._scanner: JsonScanner | None = None
         self._prefix = ""  # marker text that opened the current body, for error reports
         self._current: tuple[int, str, str] | None = None  # (index, id, name) of a started call
         self._args_only: tuple[str, str | None] | None = None  # (name, id) in arguments mode
         self._raw_parts: list[str] = []
+        self._args_sent = False  # argument text of the current call has been streamed
 
     # -- opening and scanning bodies ---------------------------------------------------------
     def _open_calls(self, prefix: str, terminators: MarkerSet | None) -> None:
@@ -121,13 +128,22 @@ class JsonCallMachine(StreamMachine):
             if scanner.calls_seen == 0 and body != "[]":  # e.g. a list of strings
                 self._error("tool call list holds no call object", raw)
             return "complete"
-        if self._current is not None:
+        if self._current is None and self._deferred is not None:
+            name, self._deferred = self._deferred, None
+            partial = scanner.partial_arguments()
+            value = partial if scanner.terminated_by is not None else None
+            self._whole_call(
+                name, value, raw_arguments=partial, raw=raw, problem=_cut_message(scanner)
+            )
+        elif self._current is not None:
             index, cid, name = self._current
             self._current = None
             partial = scanner.partial_arguments()
             # A closing marker means the model meant to end the call: keep its arguments when
             # they are complete. A call cut off by the end of output keeps only the raw text.
             value = partial if scanner.terminated_by is not None else None
+            if partial is None:  # cut before its arguments began: they are empty, and say so
+                self._emit_arguments(index, "{}")
             self._finish_call(
                 index,
                 cid,
@@ -202,12 +218,17 @@ class JsonCallMachine(StreamMachine):
 
     # -- JsonSink -------------------------------------------------------------------------------
     def json_name(self, name: str) -> None:
+        if not self.stream_calls:
+            self._deferred = name
+            return
         index, cid = self._start_call(name)
         self._current = (index, cid, name)
+        self._args_sent = False
 
     def json_arguments_text(self, text: str) -> None:
-        if self._current is not None:
+        if self._current is not None and text:
             self._emit_arguments(self._current[0], text)
+            self._args_sent = True
 
     def json_call_end(self, raw_call: str, raw_arguments: str | None, streamed: bool) -> None:
         raw = raw_call if not self._prefix else self._prefix + raw_call
@@ -220,10 +241,14 @@ class JsonCallMachine(StreamMachine):
             call_from_object(obj) if obj is not None else (None, None, None)
         )
         current, self._current = self._current, None
+        self._deferred = None
         if current is not None:
             index, cid, started_name = current
             if name is None:
                 fallback = raw_arguments if raw_arguments is not None else None
+                args, unread, _ = normalise_arguments(fallback, fallback)
+                if not self._args_sent and unread is None:  # what it ends with must stream
+                    self._emit_arguments(index, json.dumps(args, ensure_ascii=False))
                 self._finish_call(
                     index,
                     cid,
@@ -234,6 +259,9 @@ class JsonCallMachine(StreamMachine):
                     problem=problem or shape_problem,
                 )
             else:
+                scanner = self._scanner
+                if streamed and scanner is not None and scanner.repeated_arguments:
+                    arguments = raw_arguments  # the value that streamed: the first one
                 if not streamed:  # arguments before the name, or sent as a JSON string
                     args, unread, _ = normalise_arguments(arguments, raw_arguments)
                     if unread is None:
@@ -245,7 +273,14 @@ class JsonCallMachine(StreamMachine):
         if name is None:
             self._not_a_call(raw_call, problem or shape_problem or "not a tool call")
             return
-        self._whole_call(name, arguments, raw_arguments=raw_arguments, raw=raw)
+        own_id = obj.get("id") if isinstance(obj, dict) else None
+        self._whole_call(
+            name,
+            arguments,
+            raw_arguments=raw_arguments,
+            raw=raw,
+            call_id=own_id if isinstance(own_id, str) and own_id.strip() else None,
+        )
 
     def _not_a_call(self, raw_value: str, problem: str) -> None:
         """A JSON value in call position that is not a call object: an error by default."""

@@ -38,6 +38,9 @@ _WS = re.compile(r"[ \t\r\n]*")
 _WS_ANY = re.compile(r"\s+")
 _MAX_WAIT_WS = 64
 _NAME = re.compile(r"[A-Za-z0-9_.\-:/]{1,128}")
+# A call object after prose: it must open with its "name" (or OpenAI "type") key.
+_CALL_HEAD = re.compile(r'\{\s*"(?:name|type)"\s*:')
+_CALL_HEAD_PARTIAL = re.compile(r'\{\s*(?:"(?:|n|na|nam|name|name"\s*|t|ty|typ|type|type"\s*))?\Z')
 
 
 class _JsonFormatMachine(JsonCallMachine):
@@ -86,7 +89,7 @@ class _LlamaMachine(_JsonFormatMachine):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._state = "start"
-        self._text_markers = MarkerSet(["<|python_tag|>"])
+        self._text_markers = MarkerSet(["<|python_tag|>", "{"])
         self._terminators = MarkerSet(self._ends)
         self._builtin_end = MarkerSet(self._ends)
         self._lead = ""  # spaces before a bare JSON object at the start of the turn
@@ -110,7 +113,25 @@ class _LlamaMachine(_JsonFormatMachine):
             marker = self._text_until(self._text_markers)
             if marker is None:
                 return False
-            self._state = "tag"
+            if marker == "{":
+                self._pos -= 1
+                self._state = "maybe_call"
+            else:
+                self._state = "tag"
+            return True
+        if state == "maybe_call":
+            # After prose, a JSON object is a call only when it opens with its "name" key.
+            if _CALL_HEAD.match(self._buf, self._pos):
+                self._lead = ""
+                self._open_calls("", self._terminators)
+                self._state = "body"
+                return True
+            rest = self._buf[self._pos : self._pos + _MAX_WAIT_WS + 1]
+            if not self._final and len(rest) <= _MAX_WAIT_WS and _CALL_HEAD_PARTIAL.match(rest):
+                return False
+            self._emit_text("{")
+            self._pos += 1
+            self._state = "text"
             return True
         if state == "tag":
             first = self._peek_value_start()
@@ -143,6 +164,12 @@ class _LlamaMachine(_JsonFormatMachine):
             self._pos = end + 1
             self._state = "tag"
             return True
+        if rest.startswith("{"):  # calls separated by a line break or a space only
+            self._lead = self._buf[self._pos : end]
+            self._pos = end
+            self._open_calls("", self._terminators)
+            self._state = "body"
+            return True
         for marker in self._ends:
             if rest.startswith(marker):
                 self._pos = end + len(marker)
@@ -164,6 +191,14 @@ class _LlamaMachine(_JsonFormatMachine):
             self._error("empty <|python_tag|> block", raw)
         for name, arguments in calls:
             self._whole_call(name.removesuffix(".call"), arguments, raw=raw)
+
+    def _end_scanned(self, scanner: Any, raw: str) -> str:
+        if not self._prefix and not scanner.complete and self._current is None:
+            # a bare answer that starts with "{" but never became a call object is content
+            self._emit_text(self._lead + raw)
+            self._lead = ""
+            return "cut"
+        return super()._end_scanned(scanner, raw)
 
     def _not_a_call(self, raw_value: str, problem: str) -> None:
         if not self._prefix:
@@ -190,14 +225,26 @@ class Llama3JsonParser(TextFormatParser):
 
 
 class _MistralMachine(_JsonFormatMachine):
+    """Both Mistral layouts, whichever follows ``[TOOL_CALLS]``: a JSON list of call objects
+    (before v11), or ``NAME[CALL_ID]ID[ARGS]{..}`` (v11; ``[ARGS]`` may be missing when a
+    server strips special tokens, so ``NAME{..}`` is read too)."""
+
     think_open = "[THINK]"
     think_close = "[/THINK]"
+    stream_calls = False  # call objects carry the model's own 9-character ids
+
+    def _call_openers(self) -> tuple[str, ...]:
+        return ("[TOOL_CALLS]",)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._state = "text"
         self._text_markers = MarkerSet(["[TOOL_CALLS]", "[THINK]"])
         self._terminators = MarkerSet(["[TOOL_CALLS]", "</s>"])
+        self._name_end = MarkerSet(["[ARGS]", "[CALL_ID]", "[TOOL_CALLS]", "{"])
+        self._id_end = MarkerSet(["[ARGS]", "[TOOL_CALLS]", "{"])
+        self._call_name = ""
+        self._call_id: str | None = None
 
     def _text_step(self) -> bool:
         marker = self._text_until(self._text_markers)
@@ -206,28 +253,81 @@ class _MistralMachine(_JsonFormatMachine):
         if marker == "[THINK]":
             self._enter_reasoning()
         else:
-            self._calls_started()
+            self._state = "dispatch"
         return True
 
-    def _calls_started(self) -> None:
-        self._open_calls("[TOOL_CALLS]", self._terminators)
-        self._state = "body"
-
     def _step(self) -> bool:
-        if self._state == "text":
+        state = self._state
+        if state == "text":
             return self._text_step()
-        if self._state == "body":
+        if state == "dispatch":
+            first = self._peek_value_start()
+            if first is None:
+                return False
+            if first in ("[", "{", ""):
+                self._open_calls("[TOOL_CALLS]", self._terminators)
+                self._state = "body"
+            else:
+                self._state = "name"
+                self._call_id = None
+            return True
+        if state == "name":
+            return self._name_step()
+        if state == "call_id":
+            got = self._collect_until(self._id_end)
+            if got is None:
+                return False
+            self._call_id = got[0].strip() or None
+            if got[1] == "{":
+                self._pos -= 1
+            elif got[1] != "[ARGS]":
+                self._error("[CALL_ID] is not followed by [ARGS]", "[TOOL_CALLS]" + self._call_name)
+                self._state = "dispatch" if got[1] else "text"
+                return True
+            self._state = "args"
+            return True
+        if state == "args":
+            prefix = f"[TOOL_CALLS]{self._call_name}[ARGS]"
+            self._open_arguments(prefix, self._call_name, self._terminators, self._call_id)
+            self._state = "body"
+            return True
+        if state == "body":
             return self._body_step("after", self._terminators)
-        if self._state == "raw":
+        if state == "raw":
             return self._raw_step()
         if self._skip_closing("</s>") is None:
             return False
         self._state = "text"
         return True
 
+    def _name_step(self) -> bool:
+        got = self._collect_until(self._name_end)
+        if got is None:
+            return False
+        text, marker = got
+        name = text.strip()
+        if marker in ("[ARGS]", "[CALL_ID]", "{") and _NAME.fullmatch(name):
+            self._call_name = name
+            if marker == "{":  # "[ARGS]" left out: the arguments object starts here
+                self._pos -= 1
+            self._state = "call_id" if marker == "[CALL_ID]" else "args"
+        elif marker in ("[ARGS]", "{"):
+            # not a name: keep the whole call text for the report
+            self._prefix = "[TOOL_CALLS]" + text + marker
+            self._state = "raw"
+            self._raw_terminators = self._terminators
+            self._after_raw = "after"
+        else:
+            self._error(
+                "[TOOL_CALLS] is not followed by a tool name and [ARGS]", "[TOOL_CALLS]" + text
+            )
+            self._state = "text" if marker is None else "dispatch"
+        return True
+
 
 class MistralParser(TextFormatParser):
-    """Mistral before tokenizer v11 (7B v0.3, Nemo): ``[TOOL_CALLS][{..}, ..]``."""
+    """Mistral before tokenizer v11 (7B v0.3, Nemo): ``[TOOL_CALLS][{..}, ..]``; the v11 layout
+    is read too."""
 
     name = "mistral"
     machine = _MistralMachine
@@ -238,54 +338,15 @@ class MistralParser(TextFormatParser):
 
 
 class _MistralV11Machine(_MistralMachine):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._name_end = MarkerSet(["[ARGS]", "[CALL_ID]", "[TOOL_CALLS]"])
-        self._id_end = MarkerSet(["[ARGS]", "[TOOL_CALLS]"])
-        self._call_name = ""
-        self._call_id: str | None = None
+    """Only the v11 layout (``NAME[ARGS]{..}``, ``[ARGS]`` optional), so that a template's
+    rendered calls tell the two formats apart."""
 
-    def _calls_started(self) -> None:
-        self._state = "name"
-        self._call_id = None
+    stream_calls = True
 
     def _step(self) -> bool:
-        if self._state == "name":
-            got = self._collect_until(self._name_end)
-            if got is None:
-                return False
-            text, marker = got
-            name = text.strip()
-            if marker in ("[ARGS]", "[CALL_ID]") and _NAME.fullmatch(name):
-                self._call_name = name
-                self._state = "args" if marker == "[ARGS]" else "call_id"
-            elif marker == "[ARGS]":
-                # not a name: keep the whole call text for the report
-                self._prefix = "[TOOL_CALLS]" + text + marker
-                self._state = "raw"
-                self._raw_terminators = self._terminators
-                self._after_raw = "after"
-            else:
-                self._error(
-                    "[TOOL_CALLS] is not followed by a tool name and [ARGS]", "[TOOL_CALLS]" + text
-                )
-                self._state = "text" if marker is None else "name"
-            return True
-        if self._state == "call_id":
-            got = self._collect_until(self._id_end)
-            if got is None:
-                return False
-            self._call_id = got[0].strip() or None
-            if got[1] != "[ARGS]":
-                self._error("[CALL_ID] is not followed by [ARGS]", "[TOOL_CALLS]" + self._call_name)
-                self._state = "name" if got[1] else "text"
-                return True
-            self._state = "args"
-            return True
-        if self._state == "args":
-            prefix = f"[TOOL_CALLS]{self._call_name}[ARGS]"
-            self._open_arguments(prefix, self._call_name, self._terminators, self._call_id)
-            self._state = "body"
+        if self._state == "dispatch":
+            self._state = "name"
+            self._call_id = None
             return True
         return super()._step()
 
@@ -309,11 +370,19 @@ class _DeepSeekMachine(_JsonFormatMachine):
     calls_begin, calls_end = _DS_CALLS_BEGIN, _DS_CALLS_END
     call_begin, call_end, sep = _DS_CALL_BEGIN, _DS_CALL_END, _DS_SEP
 
+    def _call_openers(self) -> tuple[str, ...]:
+        return (self.calls_begin, self.call_begin)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._state = "text"
-        self._text_markers = MarkerSet([self.calls_begin, self.call_begin, "<think>"])
+        self._text_markers = MarkerSet(
+            [self.calls_begin, self.call_begin, self.calls_end, "<think>"]
+        )
         self._calls_markers = MarkerSet([self.call_begin, self.calls_end])
+        self._section: list[str] = []  # text inside the calls section that is not a call
+        self._section_calls = False  # whether the open section holds a call yet
+        self._in_section = False
         self._header_end = MarkerSet([self.sep, self.call_end, self.calls_end])
         self._name_end = MarkerSet(["\n", self.call_end, self.calls_end])
         ends = [self.call_end, self.calls_end] + (["```"] if self.fenced else [])
@@ -323,13 +392,9 @@ class _DeepSeekMachine(_JsonFormatMachine):
 
     def _step(self) -> bool:
         state = self._state
-        if state in ("text", "calls"):
-            markers = self._text_markers if state == "text" else self._calls_markers
-            found = markers.find(self._buf, self._pos, self._final)
-            piece = self._buf[self._pos : found.text_end]
-            # Inside the calls block only the calls matter: line breaks between them are dropped
-            # (character by character, so the result does not depend on how text was split).
-            self._emit_text(piece if state == "text" else _WS_ANY.sub("", piece))
+        if state == "text":
+            found = self._text_markers.find(self._buf, self._pos, self._final)
+            self._emit_text(self._buf[self._pos : found.text_end])
             self._pos = found.text_end
             if found.marker is None:
                 return False
@@ -338,11 +403,14 @@ class _DeepSeekMachine(_JsonFormatMachine):
                 self._enter_reasoning()
             elif found.marker == self.calls_begin:
                 self._state = "calls"
-            elif found.marker == self.calls_end:
-                self._state = "text"
-            else:
+                self._section, self._section_calls, self._in_section = [], False, True
+            elif found.marker == self.call_begin:
+                self._section_calls = True
                 self._state = "header"
+            # a stray end-of-section marker (the model closed a section twice) is dropped
             return True
+        if state == "calls":
+            return self._calls_step()
         if state == "header":
             got = self._collect_until(self._header_end)
             if got is None:
@@ -350,7 +418,7 @@ class _DeepSeekMachine(_JsonFormatMachine):
             text, marker = got
             if marker != self.sep:
                 self._error("tool call has no separator", self.call_begin + text)
-                self._state = "calls" if marker == self.call_end else "text"
+                self._state = self._after_call() if marker == self.call_end else "text"
                 return True
             if self.fenced:
                 self._state = "name"
@@ -365,7 +433,7 @@ class _DeepSeekMachine(_JsonFormatMachine):
             self._name = got[0].strip()
             if got[1] != "\n":
                 self._error("tool call has no arguments", self.call_begin + self._name)
-                self._state = "calls" if got[1] == self.call_end else "text"
+                self._state = self._after_call() if got[1] == self.call_end else "text"
                 return True
             self._state = "fence"
             return True
@@ -406,8 +474,43 @@ class _DeepSeekMachine(_JsonFormatMachine):
         closed = self._skip_closing(self.call_end)
         if closed is None:
             return False
-        self._state = "calls"
+        self._state = self._after_call()
         return True
+
+    def _after_call(self) -> str:
+        # a call outside any section (its begin marker alone) is followed by content
+        return "calls" if self._in_section else "text"
+
+    def _calls_step(self) -> bool:
+        """Inside the calls section. Text between calls is kept, whitespace and all: a section
+        that ends without any call was not one, so it goes back to content verbatim, markers
+        included; in a section with calls, stray text is reported (and left out of content)."""
+        found = self._calls_markers.find(self._buf, self._pos, self._final)
+        self._section.append(self._buf[self._pos : found.text_end])
+        self._pos = found.text_end
+        if found.marker is None and not self._final:
+            return False
+        if found.marker == self.call_begin:
+            self._pos = found.marker_end
+            self._flush_section(None)
+            self._section_calls = True
+            self._state = "header"
+            return True
+        if found.marker is not None:
+            self._pos = found.marker_end
+        self._flush_section(found.marker or "")
+        self._state = "text"
+        self._in_section = False
+        return found.marker is not None
+
+    def _flush_section(self, end: str | None) -> None:
+        """Release the section text gathered so far; ``end`` is the section's end marker (``""``
+        at the end of output), ``None`` when a call follows."""
+        text, self._section = "".join(self._section), []
+        if end is not None and not self._section_calls:
+            self._emit_text(self.calls_begin + text + end)
+        elif text.strip():
+            self._error("text inside the tool-call section is not a call; left out", text)
 
     def _split_header(self, header: str) -> tuple[str, str | None]:
         """The tool name (and call id, when the format embeds one) from a call header."""
@@ -448,11 +551,16 @@ class _KimiK2Machine(_DeepSeekV31Machine):
     calls_begin, calls_end = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
     call_begin, call_end = "<|tool_call_begin|>", "<|tool_call_end|>"
     sep = "<|tool_call_argument_begin|>"
+    calls_in_reasoning = True  # Kimi-K2-Thinking writes its calls inside <think>
 
     def _split_header(self, header: str) -> tuple[str, str | None]:
         # "functions.get_weather:0" is both the name and the call id
         match = _KIMI_HEADER.fullmatch(header)
-        return (match.group(1) if match else header), header or None
+        name = match.group(1) if match else header
+        if name.isdigit() and len(self._tools) == 1:
+            # only a counter ("0"): the call can only be to the one tool there is
+            name = next(iter(self._tools))
+        return name, header or None
 
 
 class KimiK2Parser(DeepSeekV3Parser):

@@ -109,6 +109,9 @@ class JsonScanner:
         self._args_depth = -1  # depth at which the arguments value sits; -1 when not inside
         self._args_scalar = False
         self._args_streamed = False
+        self._args_taken = False  # the current call's arguments value was met already
+        #: The current call object names its arguments twice; the first value is the one read.
+        self.repeated_arguments = False
         self._name_seen = False
 
     @property
@@ -197,8 +200,13 @@ class JsonScanner:
             if self.calls and self.depth == self._call_depth:
                 if c == ":":
                     self._key_expected = False
+                    # only the first arguments value of a call is read: a repeated key (or
+                    # both spellings) must not restart text that has already streamed
                     if self._key in ARGUMENT_KEYS:
-                        self._args_depth = self.depth
+                        self.repeated_arguments = self._args_taken
+                        if not self._args_taken:
+                            self._args_depth = self.depth
+                            self._args_taken = True
                 elif c == ",":
                     self._end_scalar_arguments(text, i)
                     self._key_expected = True
@@ -257,6 +265,8 @@ class JsonScanner:
         self._name_seen = False
         self._args_depth = -1
         self._args_streamed = False
+        self._args_taken = False
+        self.repeated_arguments = False
 
     def _begin_arguments(self, text: str, i: int, c: str) -> None:
         self._args.open(i)

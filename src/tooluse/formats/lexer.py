@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["MarkerMatch", "MarkerSet", "held_back_length"]
+__all__ = ["CodeReader", "MarkerMatch", "MarkerSet", "held_back_length"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,7 @@ class MarkerSet:
         if match is not None:
             start, marker = match.start(), match.group()
             if not final and len(marker) < self._longest:
-                tail = text[start:]
+                tail = text[start : start + self._longest]  # bounded: never copy the rest
                 if len(tail) < self._longest and any(
                     m.startswith(tail) and len(m) > len(tail) for m in self.markers
                 ):
@@ -90,3 +90,59 @@ def held_back_length(text: str, pos: int, prefixes: frozenset[str], longest: int
         if text[len(text) - length :] in prefixes:
             return length
     return 0
+
+
+class CodeReader:
+    """Gathers Python-like code up to a closing marker that lies outside string literals.
+
+    ``'``/``"`` strings (with backslash escapes) are skipped, so a closing marker written inside
+    a string value is code. A triple quote reads as an empty string followed by an opening
+    quote, which tracks the same inside/outside state. One pass: plain runs are skipped by one
+    regex search each, and only a possible marker prefix at the end is held back.
+    """
+
+    def __init__(self, close: str) -> None:
+        self.close = close
+        self._outside = MarkerSet([close, '"', "'"])
+        self._inside = {q: re.compile("[" + q + "\\\\]") for q in "\"'"}
+        self._parts: list[str] = []
+        self._quote = ""
+        self._escape = False
+
+    def collect(self, text: str, pos: int, final: bool) -> tuple[int, bool]:
+        """Consume ``text`` from ``pos``; return ``(position, closed)``. When ``closed``, the
+        marker was consumed and :meth:`take` gives the code before it."""
+        start, n = pos, len(text)
+        while pos < n:
+            if self._quote:
+                if self._escape:
+                    self._escape = False
+                    pos += 1
+                    continue
+                match = self._inside[self._quote].search(text, pos)
+                if match is None:
+                    pos = n
+                    break
+                pos = match.end()
+                if match.group() == "\\":
+                    self._escape = True
+                else:
+                    self._quote = ""
+                continue
+            found = self._outside.find(text, pos, final)
+            if found.marker is None:
+                pos = found.text_end
+                break
+            if found.marker == self.close:
+                self._parts.append(text[start : found.text_end])
+                return found.marker_end, True
+            self._quote = found.marker
+            pos = found.marker_end
+        self._parts.append(text[start:pos])
+        return pos, False
+
+    def take(self) -> str:
+        """The code gathered so far; the reader starts afresh."""
+        code, self._parts = "".join(self._parts), []
+        self._quote, self._escape = "", False
+        return code

@@ -9,9 +9,10 @@ hostile input costs linear time and cannot exhaust the stack.
 
 from __future__ import annotations
 
-import ast
 import json
+import math
 import re
+import unicodedata
 from typing import Any
 
 __all__ = [
@@ -26,17 +27,28 @@ __all__ = [
 MAX_DEPTH = 200
 """Deepest nesting the tolerant reader accepts (deeper input is an error, not a crash)."""
 
+# Strings are not in this pattern: a repeated alternation keeps backtracking state for every
+# character it matches (hundreds of bytes per character), so they are read by _string_end.
 _TOKEN = re.compile(
     r"""
     (?P<ws>\s+)
-  | (?P<dq>"(?:[^"\\]|\\.)*")
-  | (?P<sq>'(?:[^'\\]|\\.)*')
   | (?P<num>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
   | (?P<punct>[{}\[\]():,=])
     """,
     re.VERBOSE | re.DOTALL,
 )
+
+_PLAIN = {'"': re.compile(r'[^"\\]*'), "'": re.compile(r"[^'\\]*")}
+_ESCAPE_FREE = re.compile(r"[^\\\x00-\x1f]*")
+_PY_ESCAPE = re.compile(
+    r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{1,3}|N\{[^}\n]{1,100}\}|.)",
+    re.DOTALL,
+)
+_SIMPLE_ESCAPES = {
+    "\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r",
+    "t": "\t", "v": "\v", "\n": "",
+}  # fmt: skip
 
 _CONSTANTS: dict[str, Any] = {
     "true": True,
@@ -48,19 +60,40 @@ _CONSTANTS: dict[str, Any] = {
 }
 
 
+# Token kinds that can start an object key.
+_KEYS = frozenset({"dq", "sq", "name", "num"})
+
+
 class LiteralSyntaxError(ValueError):
     """Text that is not a JSON or Python literal value."""
 
 
 def decode_arguments(text: str) -> Any:
-    """Decode argument text: strict JSON, else the tolerant JSON/Python-literal reader."""
+    """Decode argument text: strict JSON, else the tolerant JSON/Python-literal reader.
+
+    Non-finite numbers (``1e999``, ``NaN``, ``Infinity``) are an error: arguments must stay
+    valid JSON, and no JSON text can hold them.
+    """
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError:
         raise LiteralSyntaxError(f"nesting deeper than {MAX_DEPTH} levels") from None
+    except LiteralSyntaxError:
+        raise
     except ValueError:
         pass
     return parse_loose_value(text)
+
+
+def _reject_constant(name: str) -> Any:
+    raise LiteralSyntaxError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise LiteralSyntaxError(f"number {text} is out of range (not finite)")
+    return value
 
 
 def parse_loose_value(text: str) -> Any:
@@ -131,6 +164,12 @@ class _Reader:
     def _next(self) -> tuple[str, str, int] | None:
         text, pos = self.text, self.pos
         while pos < len(text):
+            if text[pos] in "\"'":
+                end = _string_end(text, pos)
+                if end < 0:
+                    raise LiteralSyntaxError(f"unterminated string at offset {pos}")
+                self.pos = end
+                return ("dq" if text[pos] == '"' else "sq", text[pos:end], pos)
             match = _TOKEN.match(text, pos)
             if match is None:
                 if text[pos] == ";":
@@ -188,7 +227,7 @@ class _Reader:
             return self._sequence("]" if text == "[" else ")", depth)
         raise self.error(f"unexpected {text!r}")
 
-    def _object(self, depth: int) -> dict[str, Any]:
+    def _object(self, depth: int) -> dict[str, Any] | list[Any]:
         out: dict[str, Any] = {}
         while self.peek() != "}":
             tok = self._token()
@@ -201,14 +240,30 @@ class _Reader:
                 key = text  # unquoted keys, as some models write them
             else:
                 raise self.error(f"expected a key, got {text!r}")
+            if not out and self.peek() in (",", "}") and kind != "name":
+                # a Python set literal ({'a', 'b'}): JSON has no sets, so it becomes a list
+                first = _decode_number(text) if kind == "num" else key
+                return self._set_rest(first, depth)
             self.take(":")
             out[str(key)] = self.value(depth + 1)
             if self.peek() == ",":
                 self.take(",")
-            elif self.peek() != "}":
+            elif self.peek() != "}" and (self._peeked is None or self._peeked[0] not in _KEYS):
+                # a missing comma is read past only when a key follows (FunctionGemma writes
+                # members without commas); the key must then be followed by ':'
                 raise self.error("expected ',' or '}'")
         self.take("}")
         return out
+
+    def _set_rest(self, first: Any, depth: int) -> list[Any]:
+        items = [first]
+        while self.peek() == ",":
+            self.take(",")
+            if self.peek() == "}":
+                break
+            items.append(self.value(depth + 1))
+        self.take("}")
+        return items
 
     def _sequence(self, closer: str, depth: int) -> list[Any]:
         out: list[Any] = []
@@ -255,20 +310,55 @@ class _Reader:
         return kwargs
 
 
+def _string_end(text: str, start: int) -> int:
+    """End (after the closing quote) of the string literal opening at ``start``; -1 when it is
+    not closed. Plain runs are skipped by one regex match each, escapes one at a time."""
+    quote = text[start]
+    plain = _PLAIN[quote]
+    n = len(text)
+    i = start + 1
+    while True:
+        i = plain.match(text, i).end()  # type: ignore[union-attr]  # matches even empty text
+        if i >= n:
+            return -1
+        if text[i] == quote:
+            return i + 1
+        i += 2  # a backslash and the character it escapes
+        if i > n:
+            return -1
+
+
 def _decode_string(token: str) -> str:
+    body = token[1:-1]
+    if _ESCAPE_FREE.fullmatch(body):
+        return body  # nothing to decode: no parser needed (and no copy of a long value)
     if token[0] == '"':
         try:
-            return str(json.loads(token))
+            return str(json.loads(token, strict=False))
         except ValueError:
             pass
-    try:
-        return str(ast.literal_eval(token))
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return token[1:-1]
+    # Python escapes, decoded in one pass (a Python parser would take many times the text)
+    return _PY_ESCAPE.sub(_python_escape, body)
+
+
+def _python_escape(match: re.Match[str]) -> str:
+    escape = match.group()
+    kind = escape[1]
+    if kind in "xuU":
+        code = int(escape[2:], 16)
+        return chr(code) if code <= 0x10FFFF else escape
+    if kind in "01234567":
+        return chr(int(escape[1:], 8))
+    if kind == "N":
+        try:
+            return unicodedata.lookup(escape[3:-1])
+        except KeyError:
+            return escape
+    return _SIMPLE_ESCAPES.get(kind, escape)  # an unknown escape keeps its backslash, as in Python
 
 
 def _decode_number(token: str) -> int | float:
     try:
         return int(token)
     except ValueError:
-        return float(token)
+        return _finite_float(token)

@@ -15,8 +15,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from tooluse.formats.base import ArgumentsWriter, StreamMachine, TextFormatParser, tools_json_lines
-from tooluse.formats.lexer import MarkerSet
-from tooluse.formats.literals import LiteralSyntaxError, parse_member, parse_python_calls
+from tooluse.formats.json_calls import call_from_object
+from tooluse.formats.lexer import CodeReader, MarkerSet
+from tooluse.formats.literals import (
+    LiteralSyntaxError,
+    decode_arguments,
+    parse_member,
+    parse_python_calls,
+)
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
@@ -33,6 +39,9 @@ _LIST_PREFIX_CHARS = re.compile(r"\[\s*[A-Za-z0-9_.]*\s*")
 _WS = re.compile(r"[ \t\r\n]*")
 _STOP = re.compile(r"""["'\\]""")
 _MAX_LOOKAHEAD = 256
+_MAX_ECHO = 2048
+# A line that starts like a call, for reading the calls of a block one line at a time.
+_LINE_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\s*\((.*?)\)?\s*", re.DOTALL)
 
 
 _CALL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
@@ -142,15 +151,28 @@ class _PythonicMachine(StreamMachine):
     block_open, block_close = PY_START, PY_END
     #: Whether a bare list at the start of the turn is read as calls.
     bare_list = True
+    #: Whether a list of calls after prose is read too (only when every element is a call;
+    #: anything else stays text, so prose with brackets is never reported as a broken call).
+    prose_lists = True
+    #: Whether a copy of the block's body right after its end marker is dropped (LFM2 echoes).
+    drop_echo = False
+
+    def _call_openers(self) -> tuple[str, ...]:
+        return (self.block_open,)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._state = "start"
         opens = [self.block_open] + ([self.think_open] if self.think_open else [])
+        if self.prose_lists:
+            opens.append("[")
         self._text_markers = MarkerSet(opens)
         self._py_end = MarkerSet([self.block_close])
+        self._code_end = CodeReader(self.block_close)  # bare calls: quotes respected
         self._scanner: _ListScanner | None = None
         self._block_prefix = ""
+        self._prose = False  # the open list follows prose: read whole, or kept as text
+        self._echo = ""  # the last block's body, dropped when the model repeats it
         # the call of the current list element, started as soon as its name was read
         self._pending: tuple[tuple[int, str, ArgumentsWriter], str] | None = None
 
@@ -171,9 +193,25 @@ class _PythonicMachine(StreamMachine):
                 return False
             if marker == self.block_open:
                 self._state = "block"
+            elif marker == "[":
+                self._pos -= 1
+                self._state = "maybe_list"
             else:
                 self._enter_reasoning()
             return True
+        if state == "maybe_list":
+            verdict = self._list_ahead()
+            if verdict is None:
+                return False
+            if verdict:
+                self._open_list("", prose=True)
+            else:
+                self._emit_text("[")
+                self._pos += 1
+                self._state = "text"
+            return True
+        if state == "echo":
+            return self._echo_step()
         if state == "block":  # after <|python_start|>: a list, or bare calls up to <|python_end|>
             match = _WS.match(self._buf, self._pos)
             end = match.end() if match else self._pos
@@ -187,11 +225,13 @@ class _PythonicMachine(StreamMachine):
                 self._state = "bare"
             return True
         if state == "bare":
-            got = self._collect_until(self._py_end)
+            got = self._collect_code(self._code_end)
             if got is None:
                 return False
             self._emit_calls(got[0], self.block_open + got[0] + (got[1] or ""))
             self._state = "text"
+            if got[1] is not None and self.drop_echo:
+                self._echo, self._state = got[0].strip(), "echo"
             return True
         if state == "list":
             return self._list_step()
@@ -199,9 +239,30 @@ class _PythonicMachine(StreamMachine):
         match = _WS.match(self._buf, self._pos)
         end = match.end() if match else self._pos
         rest = self._buf[end : end + len(self.block_close)]
+        self._state = "text"
         if rest == self.block_close:
             self._pos = end + len(self.block_close)
+            if self.drop_echo and self._block_prefix:
+                self._echo, self._state = "".join(self._list_raw).strip(), "echo"
         elif not self._final and self.block_close.startswith(rest) and end - self._pos <= 64:
+            self._state = "after"
+            return False
+        return True
+
+    def _echo_step(self) -> bool:
+        """Right after a block: a verbatim copy of its body plus a stray end marker is dropped.
+        Only short bodies are compared, so waiting on a copy stays cheap."""
+        if len(self._echo) > _MAX_ECHO:
+            self._echo = ""
+        target = self._echo + self.block_close
+        match = _WS.match(self._buf, self._pos)
+        end = match.end() if match else self._pos
+        rest = self._buf[end : end + len(target)]
+        if self._echo and rest == target:
+            self._pos = end + len(target)
+            return True
+        waiting = not self._final and end - self._pos <= 64 and len(rest) < len(target)
+        if self._echo and waiting and target.startswith(rest):
             return False
         self._state = "text"
         return True
@@ -225,10 +286,12 @@ class _PythonicMachine(StreamMachine):
             return None
         return False
 
-    def _open_list(self, prefix: str) -> None:
+    def _open_list(self, prefix: str, *, prose: bool = False) -> None:
         self._scanner = _ListScanner()
         self._block_prefix = prefix
         self._list_raw: list[str] = []
+        self._prose = prose
+        self._prose_elements: list[str] = []
         self._state = "list"
 
     def _list_step(self) -> bool:
@@ -240,6 +303,8 @@ class _PythonicMachine(StreamMachine):
             return False
         self._pos = scanner.scan(self._buf, self._pos)
         self._list_raw.append(self._buf[start : self._pos])
+        if self._prose:
+            return self._prose_list_step(scanner, start)
         for kind, piece in scanner.events:
             if kind == "open":
                 self._pending = (self._begin_streamed_call(piece), piece)
@@ -257,11 +322,41 @@ class _PythonicMachine(StreamMachine):
             return False
         return self._pos != start
 
+    def _prose_list_step(self, scanner: _ListScanner, start: int) -> bool:
+        """A list after prose: calls only when every element reads as one, else plain text."""
+        self._prose_elements.extend(piece for kind, piece in scanner.events if kind == "element")
+        scanner.events = []
+        if not scanner.done:
+            if self._final:
+                self._cut_list()
+                return False
+            return self._pos != start
+        self._scanner = None
+        self._state = "after"
+        calls: list[tuple[str, dict[str, Any]]] = []
+        try:
+            for element in self._prose_elements:
+                calls.extend(parse_python_calls(element))
+        except LiteralSyntaxError:
+            calls = []
+        if not calls:
+            self._emit_text("".join(self._list_raw))
+            self._state = "text"
+            return True
+        raw = "".join(self._list_raw)
+        for name, arguments in calls:
+            self._whole_call(name, arguments, raw=raw)
+        return True
+
     def _cut_list(self) -> None:
         scanner = self._scanner
         if scanner is None:
             return
         self._scanner = None
+        if self._prose:  # a list after prose that never closed was prose
+            self._emit_text("".join(self._list_raw))
+            self._state = "text"
+            return
         rest = "".join(scanner.element).strip()
         raw = self._block_prefix + "".join(self._list_raw)
         self._error("list of tool calls was cut off before ']'", raw)
@@ -285,15 +380,72 @@ class _PythonicMachine(StreamMachine):
         self._pending[0][2].member(key, value)
 
     def _emit_calls(self, code: str, raw: str) -> None:
-        try:
-            calls = parse_python_calls(code.strip())
-        except LiteralSyntaxError as exc:
-            if not self._fail_pending(code, f"not a Python function call: {exc}", raw):
-                self._error(f"not a Python function call: {exc}", raw)
+        stripped = code.strip()
+        json_like = stripped.startswith("{") or (
+            stripped.startswith("[") and stripped[1:].lstrip().startswith("{")
+        )
+        if json_like and self._pending is None and self._emit_json_calls(stripped, raw):
             return
+        try:
+            calls = parse_python_calls(stripped)
+        except LiteralSyntaxError as exc:
+            repaired = _repair_quotes(stripped)
+            found: list[tuple[str, dict[str, Any]]] | None
+            try:
+                found = parse_python_calls(repaired) if repaired != stripped else None
+            except LiteralSyntaxError:
+                found = None
+            if found is None:
+                if self._fail_pending(code, f"not a Python function call: {exc}", raw):
+                    return
+                if not self._emit_lines(stripped, raw):
+                    self._error(f"not a Python function call: {exc}", raw)
+                return
+            calls = found
         if not calls:
             self._error("empty tool call block", raw)
         self._finish_calls(calls, raw)
+
+    def _emit_json_calls(self, text: str, raw: str) -> bool:
+        """Calls written as JSON objects (``{"name", "arguments"}``, alone or in a list), as
+        LFM2 sometimes writes them inside its markers. ``False`` when the text is not that."""
+        try:
+            value = decode_arguments(text)
+        except LiteralSyntaxError:
+            return False
+        objects = value if isinstance(value, list) else [value]
+        found = [call_from_object(obj) for obj in objects]
+        if not found or any(name is None for name, _, _ in found):
+            return False
+        for name, arguments, _ in found:
+            assert name is not None
+            self._whole_call(name, arguments, raw=raw)
+        return True
+
+    def _emit_lines(self, code: str, raw: str) -> bool:
+        """Calls one per line (Olmo 3) when the block as a whole does not read: each line is
+        read alone, so one bad call does not lose its siblings. ``False`` when some line does
+        not even start like a call."""
+        lines = [line.strip() for line in code.splitlines() if line.strip()]
+        if len(lines) < 2 or not all(_LINE_CALL.fullmatch(line) for line in lines):
+            return False
+        for line in lines:
+            try:
+                calls = parse_python_calls(line)
+            except LiteralSyntaxError as exc:
+                match = _LINE_CALL.fullmatch(line)
+                assert match is not None
+                self._whole_call(
+                    match.group(1),
+                    None,
+                    raw_arguments=match.group(2),
+                    raw=raw,
+                    problem=f"not a Python function call: {exc}",
+                )
+                continue
+            for name, arguments in calls:
+                self._whole_call(name, arguments, raw=raw)
+        return True
 
     def _finish_calls(self, calls: list[tuple[str, dict[str, Any]]], raw: str) -> None:
         pending, self._pending = self._pending, None
@@ -328,6 +480,38 @@ class _PythonicMachine(StreamMachine):
             self._cut_list()
 
 
+# After a string's closing quote: a separator, the end of a container, or the end of the call.
+_STRING_END_CONTEXT = re.compile(r"\s*(?:[,\]}:]|\)\s*(?:[\],;]|\Z))")
+
+
+def _repair_quotes(code: str) -> str:
+    """``code`` with quotes escaped that cannot close their string: models write
+    ``command='sed -n '1,5p' f'``, which is not Python. Inside a string, a quote of the same kind
+    counts as closing only when a separator, a closing bracket or the end of the call follows."""
+    out: list[str] = []
+    quote = ""
+    i, n = 0, len(code)
+    while i < n:
+        c = code[i]
+        if not quote:
+            if c in "\"'":
+                quote = c
+            out.append(c)
+        elif c == "\\":
+            out.append(code[i : i + 2])
+            i += 1
+        elif c == quote:
+            if _STRING_END_CONTEXT.match(code, i + 1):
+                quote = ""
+                out.append(c)
+            else:
+                out.append("\\" + c)
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def pythonic_tools_prompt(tools: Sequence[ToolDefinition]) -> str:
     """A prompt section asking for calls as a Python list (Llama 3.2 / 4 and BFCL style)."""
     schemas = tools_json_lines(tools)
@@ -355,6 +539,8 @@ class PythonicParser(TextFormatParser):
 class _Lfm2Machine(_PythonicMachine):
     block_open, block_close = "<|tool_call_start|>", "<|tool_call_end|>"
     bare_list = False
+    prose_lists = False
+    drop_echo = True
 
 
 class Lfm2Parser(PythonicParser):
@@ -367,6 +553,7 @@ class Lfm2Parser(PythonicParser):
 class _Olmo3Machine(_PythonicMachine):
     block_open, block_close = "<function_calls>", "</function_calls>"
     bare_list = False
+    prose_lists = False
 
 
 class Olmo3Parser(PythonicParser):
@@ -387,7 +574,7 @@ class _ToolCodeMachine(StreamMachine):
         super().__init__(*args, **kwargs)
         self._in_block = False
         self._open = MarkerSet([FENCE_OPEN])
-        self._close = MarkerSet([FENCE_CLOSE])
+        self._close = CodeReader(FENCE_CLOSE)  # a fence inside a string value is code
 
     def _step(self) -> bool:
         if not self._in_block:
@@ -396,7 +583,7 @@ class _ToolCodeMachine(StreamMachine):
                 return False
             self._in_block = True
             return True
-        got = self._collect_until(self._close)
+        got = self._collect_code(self._close)
         if got is None:
             return False
         code, marker = got

@@ -5,10 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tooluse.formats import gemma_calls, harmony, hermes, json_formats, pythonic, xml_params
+from tooluse.formats import (
+    block_calls,
+    gemma_calls,
+    harmony,
+    hermes,
+    json_formats,
+    json_sections,
+    pythonic,
+    xml_params,
+    xml_tagged,
+)
 from tooluse.formats.base import TextFormatParser, ToolCallParser
 
-__all__ = ["available_formats", "get_parser", "register_format"]
+__all__ = ["available_formats", "format_aliases", "get_parser", "register_format"]
 
 _FACTORIES: dict[str, Callable[..., ToolCallParser]] = {}
 _ALIASES: dict[str, str] = {}
@@ -45,6 +55,15 @@ def available_formats() -> list[str]:
     return sorted(_FACTORIES)
 
 
+def format_aliases() -> dict[str, list[str]]:
+    """Each registered format name with its aliases (sorted), e.g. ``hermes: [qwen, qwen3...]``."""
+    out: dict[str, list[str]] = {name: [] for name in sorted(_FACTORIES)}
+    for alias, name in _ALIASES.items():
+        if alias != name and name in out:
+            out[name].append(alias)
+    return {name: sorted(aliases) for name, aliases in out.items()}
+
+
 def _register_builtins() -> None:
     builtins: list[tuple[type[TextFormatParser], tuple[str, ...]]] = [
         (hermes.HermesToolCallParser, ("qwen", "qwen2.5", "qwen2_5", "qwen3", "qwq", "smollm2")),
@@ -61,15 +80,46 @@ def _register_builtins() -> None:
         (harmony.HarmonyParser, ("gpt_oss", "gpt-oss", "openai_harmony")),
         (json_formats.KimiK2Parser, ("kimi", "kimi_k2.5")),
         (xml_params.SeedOssParser, ("seed",)),
-        (xml_params.MiniMaxM2Parser, ("minimax",)),
+        (xml_params.MiniMaxM2Parser, ("minimax_m2.5", "minimax_m2_5")),
         (pythonic.Lfm2Parser, ("lfm2.5",)),
         (pythonic.Olmo3Parser, ("olmo",)),
         (hermes.GraniteParser, ("granite3",)),
-        (hermes.JambaParser, ("hunyuan",)),
+        (hermes.JambaParser, ()),
         (hermes.Phi4MiniParser, ("phi4", "firefunction")),
         (hermes.NemotronParser, ()),
         (json_formats.FunctionTagParser, ("functionary_v3_1", "llama3_function")),
         (xml_params.GlmParser, ("glm", "glm4.5", "glm4.6", "glm46", "glm4.7", "glm47", "glm5")),
+    ]
+    builtins += [
+        # vLLM's names first; aliases name the model families.
+        (xml_tagged.DeepSeekV32Parser, ("deepseekv32", "deepseek_v3.2", "dsml")),
+        (xml_tagged.DeepSeekV4Parser, ("deepseekv4", "deepseek_v4_dsml")),
+        (json_sections.MiniMaxM1Parser, ("minimax",)),
+        (block_calls.MiniMaxM3Parser, ("minimax_m3_vl",)),
+        (
+            block_calls.CommandR7bParser,
+            (
+                "cohere",
+                "command_r",
+                "command_r_plus",
+                "command_a",
+                "cohere_command3",
+                "cohere_command4",
+            ),
+        ),
+        (json_sections.XLamParser, ("xlam_fc",)),
+        (json_sections.FunctionaryV32Parser, ("functionary", "functionary_v3.2")),
+        (json_sections.InternLM2Parser, ("internlm", "internlm2.5")),
+        (xml_tagged.Step3Parser, ("step",)),
+        (json_sections.Granite20bFcParser, ("granite_20b", "granite-20b-fc")),
+        (json_sections.GigaChat3Parser, ("gigachat",)),
+        (json_sections.Ernie45Parser, ("ernie", "ernie4.5", "ernie4_5")),
+        (json_sections.HunyuanA13bParser, ("hunyuan",)),
+        (json_sections.LongCatParser, ("longcat_flash",)),
+        (block_calls.ApertusParser, ("apertus2509",)),
+        (block_calls.KimiK3Parser, ("kimi_k3_xtml",)),
+        (block_calls.MiniCpm5Parser, ("minicpm5xml", "minicpm5_xml", "minicpm")),
+        (json_sections.JsonArrayParser, ("forced_json_array",)),
     ]
     for parser, aliases in builtins:
         register_format(parser.name, parser, aliases=aliases)

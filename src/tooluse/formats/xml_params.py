@@ -35,6 +35,7 @@ PARAM_OPEN, PARAM_CLOSE = "<parameter=", "</parameter>"
 _NAME = re.compile(r"[A-Za-z0-9_.\-:]{1,128}")
 _WS = re.compile(r"[ \t\r\n]*")
 _WS_ANY = re.compile(r"\s+")
+_LAYOUT = re.compile(r"(?:[ \t\r\n]|\\n)*")
 _MAX_WAIT_WS = 64
 
 
@@ -60,6 +61,13 @@ class _Qwen3CoderMachine(StreamMachine):
     #: What ends a parameter name, and the tag (if any) that must follow before the value.
     key_end: str = ">"
     value_open: str | None = None
+    #: Whether a value written inline (no newline after its opening tag) keeps a trailing newline
+    #: before ``</parameter>``: that newline is then part of the value (Seed-OSS file edits),
+    #: not layout. Padded values (newline after the tag) always lose one on each side.
+    keep_inline_newline: bool = False
+
+    def _call_openers(self) -> tuple[str, ...]:
+        return (self.call_open,)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -69,6 +77,7 @@ class _Qwen3CoderMachine(StreamMachine):
             self.fn_close: (self.call_close, self.call_open),
             self.call_close: (self.call_open,),
         }
+        self._follower_length = max(len(m) for ms in self._continuations.values() for m in ms)
         self._state = "text"
         opens = [self.call_open, self.fn_open] + ([self.think_open] if self.think_open else [])
         self._text_markers = MarkerSet(opens)
@@ -76,7 +85,11 @@ class _Qwen3CoderMachine(StreamMachine):
         self._gt = MarkerSet([">"])
         self._key_end = MarkerSet([self.key_end])
         self._param_markers = MarkerSet([self.param_open, self.fn_close, self.call_close])
-        self._value_ends = MarkerSet([self.param_close, self.fn_close, self.call_close])
+        # A new parameter tag also ends a value whose closing tag the model left out.
+        self._value_ends = MarkerSet(
+            [self.param_close, self.fn_close, self.call_close, self.param_open]
+        )
+        self._padded = False
         self._call: tuple[int, str, str] | None = None
         self._args: dict[str, Any] = {}
         self._raw: list[str] = []
@@ -232,20 +245,23 @@ class _Qwen3CoderMachine(StreamMachine):
         closed = self._skip_tag(self.value_open)
         if closed is None:
             return False
-        if not closed:
-            self._raw.append(self._remaining()[:64])
+        # without its opening tag the value starts right here; the value state records it in
+        # the raw text, so it is not added here (that would repeat it, and differently whole
+        # and streamed)
         self._state = "value"
         return True
 
     def _skip_tag(self, tag: str) -> bool | None:
-        match = _WS.match(self._buf, self._pos)
+        # line breaks written as the two characters \n (GLM-4.6) count as layout too
+        match = _LAYOUT.match(self._buf, self._pos)
         end = match.end() if match else self._pos
         rest = self._buf[end : end + len(tag)]
         if rest == tag:
             self._raw.append(self._buf[self._pos : end + len(tag)])
             self._pos = end + len(tag)
             return True
-        if not self._final and tag.startswith(rest) and end - self._pos <= _MAX_WAIT_WS:
+        waiting = not self._final and end - self._pos <= _MAX_WAIT_WS
+        if waiting and (tag.startswith(rest) or rest == "\\"):
             return None
         return False
 
@@ -255,6 +271,8 @@ class _Qwen3CoderMachine(StreamMachine):
         self._pos = found.text_end
         if found.marker is None:
             return False
+        if found.marker == self.param_open:
+            return self._next_param_in_value(found.marker, found.marker_end)
         verdict = self._closes(found.marker, found.marker_end)
         if verdict is None:
             return False
@@ -263,6 +281,10 @@ class _Qwen3CoderMachine(StreamMachine):
             self._pos = found.marker_end
             return True
         self._pos = found.marker_end
+        inline = self.keep_inline_newline and not self._padded
+        if found.marker == self.param_close and self._pending_nl and inline:
+            self._pending_nl = False
+            self._append_value("\n")
         self._end_value()
         self._raw.append(found.marker)
         if found.marker == self.param_close:
@@ -272,13 +294,32 @@ class _Qwen3CoderMachine(StreamMachine):
             self._state = "after_fn" if found.marker == self.fn_close else "text"
         return True
 
+    def _next_param_in_value(self, marker: str, end: int) -> bool:
+        """A parameter tag inside a value: the value's closing tag is missing when a valid name
+        and the end of the tag follow (vLLM and SGLang read it so); otherwise it is value text."""
+        tail = self._buf[end : end + 130]
+        stop = tail.find(self.key_end)
+        if stop < 0 and not self._final and len(tail) < 130:
+            return False  # more text decides
+        name = tail[:stop].strip().strip("\"'") if stop >= 0 else ""
+        if not _NAME.fullmatch(name):
+            self._value_text(marker)
+            self._pos = end
+            return True
+        self._pos = end
+        self._end_value()
+        self._raw.append(marker)
+        self._state = "pname"
+        return True
+
     def _closes(self, marker: str, end: int) -> bool | None:
         """Whether ``marker`` ending at ``end`` closes; ``None`` when more text must be seen."""
         match = _WS.match(self._buf, end)
         after = match.end() if match else end
         if after - end > _MAX_WAIT_WS:
             return True
-        rest = self._buf[after:]
+        # only as much as the longest follower: never copy the rest of the output
+        rest = self._buf[after : after + self._follower_length]
         if not rest:
             return True if self._final else None
         for follower in self._continuations[marker]:
@@ -295,7 +336,8 @@ class _Qwen3CoderMachine(StreamMachine):
         self._raw.append(piece)
         if not self._value_started:
             self._value_started = True
-            if piece.startswith("\n"):
+            self._padded = piece.startswith("\n")
+            if self._padded:
                 piece = piece[1:]
         if self._pending_nl:
             piece = "\n" + piece
@@ -303,8 +345,10 @@ class _Qwen3CoderMachine(StreamMachine):
         if piece.endswith("\n"):
             piece = piece[:-1]
             self._pending_nl = True
-        if not piece:
-            return
+        if piece:
+            self._append_value(piece)
+
+    def _append_value(self, piece: str) -> None:
         self._value.append(piece)
         if self._kind == "string":
             assert self._call is not None
@@ -358,9 +402,16 @@ def _coerce(text: str, kind: str) -> Any:
     try:
         return decode_arguments(stripped)
     except LiteralSyntaxError:
-        return text
+        pass
     except (ValueError, RecursionError):  # pragma: no cover - defensive
         return text
+    if stripped[0] in "[{" and '\\"' in stripped:
+        # JSON written with escaped quotes, as if inside a string (GLM-4.6 does this)
+        try:
+            return decode_arguments(json.loads('"' + stripped + '"'))
+        except (LiteralSyntaxError, ValueError, RecursionError):
+            pass
+    return text
 
 
 def qwen3_coder_tools_prompt(tools: Sequence[ToolDefinition]) -> str:
@@ -408,6 +459,7 @@ class _SeedOssMachine(_Qwen3CoderMachine):
     call_open, call_close = "<seed:tool_call>", "</seed:tool_call>"
     think_open = "<seed:think>"
     think_close = "</seed:think>"
+    keep_inline_newline = True
 
 
 class SeedOssParser(Qwen3CoderParser):
@@ -472,6 +524,8 @@ class _GlmMachine(_Qwen3CoderMachine):
             return False
         text, marker = got
         name = text.strip()
+        while name.endswith("\\n"):  # a line break written as the two characters \n
+            name = name[:-2].rstrip()
         self._raw.append(text + (marker or ""))
         if not _NAME.fullmatch(name):
             # not a call: the tag was literal text

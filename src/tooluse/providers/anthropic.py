@@ -5,7 +5,9 @@ message as ``tool_result`` blocks (in call order, before any user text), with ``
 failures; consecutive same-role turns are merged; ``tools`` are always declared when the history
 holds tool blocks; thinking blocks (with their signature) are replayed unchanged to Anthropic and
 dropped for any other provider; a forced ``tool_choice`` is downgraded to ``auto`` (with a logged
-warning) when thinking is on or the caller says the model refuses forced choices.
+warning) when thinking is on or the caller says the model refuses forced choices; sampling
+parameters a model refuses (see :mod:`tooluse.providers.claude_models`) are left out, logged;
+whitespace-only text blocks are not replayed (the API refuses them).
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from tooluse.events import (
 )
 from tooluse.messages import ChatMessage, ProviderState, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
-from tooluse.providers.call_ids import CallIdMapper, wire_tool_name
+from tooluse.providers.call_ids import CallIdMapper
+from tooluse.providers.claude_models import apply_sampling_rules
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
     ResultBatch,
+    cut_short,
     encode_assistant_parts,
     group_turns,
     log,
@@ -37,11 +41,13 @@ from tooluse.providers.wire_common import (
     system_text,
     tool_schema,
     tools_for_history,
+    wire_name,
 )
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
+    "DIALECT",
     "PROVIDER",
     "AnthropicStreamAssembler",
     "decode_response",
@@ -49,6 +55,8 @@ __all__ = [
 ]
 
 PROVIDER = "anthropic"
+#: The schema dialect of this wire (tool definitions and tool names).
+DIALECT = PROVIDER
 DEFAULT_MAX_TOKENS = 4096
 
 _STOP = {
@@ -81,7 +89,7 @@ def encode_request(
             _append(out, "user", blocks)
         elif turn.role == "assistant":
             _append(out, "assistant", _assistant_blocks(turn, wire_id, model))
-        elif turn.content:
+        elif turn.content.strip():  # whitespace-only text blocks are refused with a 400
             _append(out, "user", [{"type": "text", "text": turn.content}])
     body: dict[str, Any] = {"model": model, "messages": out} if model else {"messages": out}
     system = system_text(messages)
@@ -98,6 +106,7 @@ def encode_request(
     if params.seed is not None:
         log.warning("Anthropic has no seed parameter; not sent")
     body.update(params.extra)
+    apply_sampling_rules(body, model)  # newer models refuse temperature/top_p; logged
     declared = tools_for_history(messages, tools)
     if declared:
         body["tools"] = [tool_schema(t, "anthropic", strict=strict) for t in declared]
@@ -127,7 +136,7 @@ def _tool_choice(choice: Any, *, thinking: bool, forced_ok: bool) -> dict[str, A
         log.warning("tool_choice %r downgraded to 'auto' for Anthropic: %s", choice, why)
         return {"type": "auto"}
     if isinstance(choice, tuple):
-        return {"type": "tool", "name": choice[1]}
+        return {"type": "tool", "name": wire_name(choice[1], PROVIDER)}
     return {"type": {"required": "any"}.get(choice, choice)}
 
 
@@ -160,9 +169,10 @@ def _assistant_blocks(
         call=lambda call: {
             "type": "tool_use",
             "id": wire_id(call.id),
-            "name": wire_tool_name(call.name),
+            "name": wire_name(call.name, PROVIDER),
             "input": call.arguments,
         },
+        drop_blank_text=True,
     )
 
 
@@ -210,7 +220,11 @@ class _Block:
 
 
 class AnthropicStreamAssembler:
-    """Messages stream events to tooluse events; tool input is assembled per block index."""
+    """Messages stream events to tooluse events; tool input is assembled per block index.
+
+    The stream is complete at ``message_stop``; :meth:`finish` raises
+    :class:`IncompleteStreamError` (with the partial turn) when it never came.
+    """
 
     def __init__(self, *, model: str = "") -> None:
         self.model = model
@@ -218,11 +232,16 @@ class AnthropicStreamAssembler:
         self._calls = 0
         self._usage: dict[str, Any] = {}
         self._stop = "end_turn"
+        self._complete = False
+
+    def _count(self, usage: dict[str, Any] | None) -> None:
+        # Counts are cumulative; a null (message_delta sends "input_tokens": null) keeps the last.
+        self._usage.update({k: v for k, v in (usage or {}).items() if v is not None})
 
     def feed(self, event: dict[str, Any]) -> list[StreamEvent]:
         kind = event.get("type")
         if kind == "message_start":
-            self._usage.update((event.get("message") or {}).get("usage") or {})
+            self._count((event.get("message") or {}).get("usage"))
         elif kind == "content_block_start":
             return self._start(int(event.get("index", len(self._blocks))), event)
         elif kind == "content_block_delta":
@@ -232,8 +251,10 @@ class AnthropicStreamAssembler:
             if block is not None:
                 return self._close(block)
         elif kind == "message_delta":
-            self._usage.update(event.get("usage") or {})  # cumulative counts
+            self._count(event.get("usage"))
             self._stop = (event.get("delta") or {}).get("stop_reason") or self._stop
+        elif kind == "message_stop":
+            self._complete = True
         elif kind == "error":
             raise BackendError(f"Anthropic stream error: {json.dumps(event.get('error'))[:500]}")
         return []
@@ -299,4 +320,6 @@ class AnthropicStreamAssembler:
         result = builder.build(
             finish_reason=_STOP.get(self._stop, self._stop), usage=_usage(self._usage)
         )
+        if not self._complete:
+            raise cut_short(result, "message_stop")
         return events, result

@@ -6,7 +6,9 @@ for others the error stays in the text); ``toolConfig`` is always sent when the 
 tool blocks; there is no ``none`` tool choice (``toolChoice`` is omitted, with a logged warning)
 and a named choice is refused on models other than Claude and Nova; user text right after results
 gets a short assistant turn in between (roles must alternate); reasoning blocks with their
-signature are replayed only to Bedrock and the same model.
+signature are replayed only to Bedrock and the same model; Claude models get only the sampling
+parameters they accept (see :mod:`tooluse.providers.claude_models`); whitespace-only text
+blocks are not replayed (Converse refuses blank text).
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from tooluse.events import (
 )
 from tooluse.messages import ChatMessage, ProviderState, ToolResult, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
-from tooluse.providers.call_ids import CallIdMapper, wire_tool_name
+from tooluse.providers.call_ids import CallIdMapper
+from tooluse.providers.claude_models import apply_sampling_rules
 from tooluse.providers.openai_chat import result_text
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
     ResultBatch,
+    cut_short,
     encode_assistant_parts,
     group_turns,
     log,
@@ -40,10 +44,12 @@ from tooluse.providers.wire_common import (
     system_text,
     tool_schema,
     tools_for_history,
+    wire_name,
 )
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
+    "DIALECT",
     "PROVIDER",
     "RESULTS_ACK_TEXT",
     "BedrockStreamAssembler",
@@ -53,6 +59,8 @@ __all__ = [
 ]
 
 PROVIDER = "bedrock"
+#: The schema dialect of this wire (tool definitions and tool names).
+DIALECT = PROVIDER
 # The assistant turn placed between tool results and a following user message.
 RESULTS_ACK_TEXT = "(tool results received)"
 
@@ -94,7 +102,7 @@ def encode_request(
             out.append({"role": "user", "content": blocks})  # never merged: results stand alone
         elif turn.role == "assistant":
             _append(out, "assistant", _assistant_blocks(turn, wire_id, model))
-        elif turn.content:
+        elif turn.content.strip():  # a blank text block is refused with a 400
             _append(out, "user", [{"text": turn.content}])
     body: dict[str, Any] = {"messages": out}
     system = system_text(messages)
@@ -114,7 +122,7 @@ def encode_request(
                     f"Bedrock model {model!r} does not accept a named tool_choice "
                     "(only Anthropic Claude and Amazon Nova do); use 'required' or 'auto'"
                 )
-            config["toolChoice"] = {"tool": {"name": choice[1]}}
+            config["toolChoice"] = {"tool": {"name": wire_name(choice[1], PROVIDER)}}
         else:
             config["toolChoice"] = {"auto": {}} if choice == "auto" else {"any": {}}
         body["toolConfig"] = config
@@ -131,6 +139,7 @@ def encode_request(
             inference["stopSequences"] = list(params.stop)
         if params.seed is not None:
             log.warning("Bedrock Converse has no seed parameter; not sent")
+    apply_sampling_rules(inference, model, keys=("temperature", "topP", "topK"))
     if inference:
         body["inferenceConfig"] = inference
     if params is not None:
@@ -175,20 +184,23 @@ def _assistant_blocks(
         call=lambda call: {
             "toolUse": {
                 "toolUseId": wire_id(call.id),
-                "name": wire_tool_name(call.name),
+                "name": wire_name(call.name, PROVIDER),
                 "input": call.arguments,
             }
         },
+        drop_blank_text=True,
     )
 
 
 def _usage(data: dict[str, Any] | None) -> Usage:
+    # Prompt caching reports cached tokens apart from inputTokens; they are still prompt
+    # tokens (counted as Anthropic's cache_read/cache_creation tokens are).
     data = data or {}
-    return Usage(
-        input_tokens=int(data.get("inputTokens") or 0),
-        output_tokens=int(data.get("outputTokens") or 0),
-        requests=1,
+    prompt = sum(
+        int(data.get(key) or 0)
+        for key in ("inputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
     )
+    return Usage(input_tokens=prompt, output_tokens=int(data.get("outputTokens") or 0), requests=1)
 
 
 def _block_into(builder: TurnBuilder, block: dict[str, Any], model: str) -> None:
@@ -230,7 +242,11 @@ class _Block:
 
 
 class BedrockStreamAssembler:
-    """ConverseStream events (``{eventType: payload}``) to events, by ``contentBlockIndex``."""
+    """ConverseStream events (``{eventType: payload}``) to events, by ``contentBlockIndex``.
+
+    The stream is complete at ``messageStop``; :meth:`finish` raises
+    :class:`IncompleteStreamError` (with the partial turn) when it never came.
+    """
 
     def __init__(self, *, model: str = "") -> None:
         self.model = model
@@ -238,6 +254,7 @@ class BedrockStreamAssembler:
         self._calls = 0
         self._stop = "end_turn"
         self._usage: dict[str, Any] = {}
+        self._complete = False
 
     def feed(self, event: dict[str, Any]) -> list[StreamEvent]:
         for name, payload in event.items():
@@ -299,6 +316,7 @@ class BedrockStreamAssembler:
         return [ToolCallFinished(index=block.call_number, call=block.call)]
 
     def _on_messageStop(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        self._complete = True
         self._stop = payload.get("stopReason") or self._stop
         if self._stop in ("malformed_tool_use", "malformed_model_output"):
             return [ParseError(message=f"the model produced a malformed tool call ({self._stop})")]
@@ -330,4 +348,6 @@ class BedrockStreamAssembler:
         result = builder.build(
             finish_reason=_STOP.get(self._stop, self._stop), usage=_usage(self._usage)
         )
+        if not self._complete:
+            raise cut_short(result, "messageStop")
         return events, result

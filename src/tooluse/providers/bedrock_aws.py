@@ -27,7 +27,8 @@ def _botocore() -> Any:
 
 
 class SigV4Signer:
-    """Signs requests for ``bedrock`` with the default AWS credential chain (or given keys)."""
+    """Signs requests for ``service`` (``bedrock``) with the default AWS credential chain (or
+    given keys). The signature covers the exact body bytes that are sent, empty or not."""
 
     def __init__(
         self,
@@ -37,10 +38,12 @@ class SigV4Signer:
         secret_key: str | None = None,
         session_token: str | None = None,
         profile: str | None = None,
+        service: str = "bedrock",
     ) -> None:
         botocore = _botocore()
         self._botocore = botocore
         self.region = region
+        self.service = service
         if access_key and secret_key:
             from botocore.credentials import Credentials
 
@@ -61,7 +64,7 @@ class SigV4Signer:
             method=method, url=url, data=body, headers=dict(headers)
         )
         frozen = self._credentials.get_frozen_credentials()
-        self._botocore.auth.SigV4Auth(frozen, "bedrock", self.region).add_auth(request)
+        self._botocore.auth.SigV4Auth(frozen, self.service, self.region).add_auth(request)
         return dict(request.headers.items())
 
 

@@ -25,10 +25,11 @@ from tooluse.events import (
 )
 from tooluse.messages import ChatMessage, ProviderState, ReasoningPart, TextPart, ToolResult, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
-from tooluse.providers.call_ids import CallIdMapper, wire_tool_name
+from tooluse.providers.call_ids import CallIdMapper
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
     ResultBatch,
+    cut_short,
     group_turns,
     log,
     normalize_tool_choice,
@@ -36,12 +37,15 @@ from tooluse.providers.wire_common import (
     system_text,
     tool_schema,
     tools_for_history,
+    wire_name,
 )
 from tooluse.tools.definition import ToolDefinition
 
-__all__ = ["PROVIDER", "GeminiStreamAssembler", "decode_response", "encode_request"]
+__all__ = ["DIALECT", "PROVIDER", "GeminiStreamAssembler", "decode_response", "encode_request"]
 
 PROVIDER = "gemini"
+#: The schema dialect of this wire (tool definitions and tool names).
+DIALECT = PROVIDER
 
 _FINISH = {
     "STOP": "stop",
@@ -92,7 +96,7 @@ def encode_request(
         if tools:
             choice = normalize_tool_choice(tool_choice, tools)
             if isinstance(choice, tuple):
-                config = {"mode": "ANY", "allowedFunctionNames": [choice[1]]}
+                config = {"mode": "ANY", "allowedFunctionNames": [wire_name(choice[1], PROVIDER)]}
             else:
                 auto = "VALIDATED" if strict else "AUTO"
                 config = {"mode": {"auto": auto, "required": "ANY", "none": "NONE"}[choice]}
@@ -129,7 +133,7 @@ def _append(contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any
 
 def _response_part(result: ToolResult, wire_id: CallIdMapper, synthetic: bool) -> dict[str, Any]:
     response = {"error": result.output} if result.is_error else {"output": result.output}
-    payload: dict[str, Any] = {"name": wire_tool_name(result.tool_name), "response": response}
+    payload: dict[str, Any] = {"name": wire_name(result.tool_name, PROVIDER), "response": response}
     if not synthetic:
         payload["id"] = wire_id(result.call_id)
     return {"functionResponse": payload}
@@ -151,7 +155,7 @@ def _model_parts(message: ChatMessage, wire_id: CallIdMapper, model: str) -> lis
         if isinstance(part, TextPart):
             out: dict[str, Any] = {"text": part.text}
         else:
-            call: dict[str, Any] = {"name": wire_tool_name(part.name), "args": part.arguments}
+            call: dict[str, Any] = {"name": wire_name(part.name, PROVIDER), "args": part.arguments}
             if not part.synthetic_id:
                 call["id"] = wire_id(part.id)
             out = {"functionCall": call}
@@ -177,17 +181,23 @@ def _part_into(builder: TurnBuilder, part: dict[str, Any], model: str) -> list[S
         if signature
         else None
     )
-    if "functionCall" in part:
-        fc = part["functionCall"] or {}
-        call = make_call(fc.get("id"), fc.get("name", ""), fc.get("args"), state)
+    # SDKs serialise unset fields as explicit nulls ({"functionCall": null, "text": "hi"}),
+    # so a field counts only when it holds a value.
+    fc = part.get("functionCall")
+    if isinstance(fc, dict) and fc.get("name"):
+        call = make_call(fc.get("id"), fc["name"], fc.get("args"), state)
         builder.call(call)
         number = len(builder.calls) - 1
         return [
             ToolCallStarted(index=number, name=call.name, id=call.id),
             ToolCallFinished(index=number, call=call),
         ]
+    if fc:  # a call without a name is nothing that could be run or answered
+        log.warning("Gemini sent a functionCall without a name; ignored: %s", fc)
     text = part.get("text")
-    if text is None and state is None:
+    if not isinstance(text, str):
+        text = None
+    if text is None and (state is None or fc):
         return []
     if part.get("thought"):
         builder.reasoning(text or "", state)
@@ -225,24 +235,32 @@ def decode_response(body: dict[str, Any], *, model: str = "") -> GenerationResul
 
 
 class GeminiStreamAssembler:
-    """Gemini stream chunks (each a partial response; calls arrive whole) to events."""
+    """Gemini stream chunks (each a partial response; calls arrive whole) to events.
+
+    The stream is complete once a candidate carries its ``finishReason`` (or the prompt was
+    blocked); :meth:`finish` raises :class:`IncompleteStreamError` otherwise.
+    """
 
     def __init__(self, *, model: str = "") -> None:
         self.model = model
         self._builder = TurnBuilder()
         self._usage: dict[str, Any] = {}
         self._finish = "STOP"
+        self._complete = False
 
     def feed(self, chunk: dict[str, Any]) -> list[StreamEvent]:
         _check(chunk)
         events: list[StreamEvent] = []
         if chunk.get("usageMetadata"):
             self._usage = chunk["usageMetadata"]  # cumulative
+        if (chunk.get("promptFeedback") or {}).get("blockReason"):
+            self._finish, self._complete = "SAFETY", True
         for candidate in (chunk.get("candidates") or [])[:1]:
             for part in (candidate.get("content") or {}).get("parts") or []:
                 events.extend(_part_into(self._builder, part, self.model))
             if candidate.get("finishReason"):
                 self._finish = candidate["finishReason"]
+                self._complete = True
                 if self._finish == "MALFORMED_FUNCTION_CALL":
                     events.append(
                         ParseError(
@@ -254,4 +272,7 @@ class GeminiStreamAssembler:
 
     def finish(self) -> tuple[list[StreamEvent], GenerationResult]:
         reason = _FINISH.get(self._finish, self._finish.lower())
-        return [], self._builder.build(finish_reason=reason, usage=_usage(self._usage))
+        result = self._builder.build(finish_reason=reason, usage=_usage(self._usage))
+        if not self._complete:
+            raise cut_short(result, "finishReason")
+        return [], result

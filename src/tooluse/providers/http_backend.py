@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import replace
 from types import ModuleType
 from typing import Any, Protocol
 
 import httpx
 
-from tooluse.errors import BackendError
-from tooluse.events import StreamEvent
+from tooluse.errors import BackendError, IncompleteStreamError
+from tooluse.events import StreamEvent, ToolCallFinished, ToolCallStarted
 from tooluse.messages import ChatMessage
 from tooluse.providers.base import (
     GenerationDone,
@@ -34,7 +35,9 @@ from tooluse.providers.http_transport import (
     aiter_sse_data,
     iter_sse_data,
 )
+from tooluse.providers.wire_common import SSE_DONE, log, restore_tool_names
 from tooluse.tools.definition import ToolDefinition
+from tooluse.tools.tool_names import original_tool_name
 
 __all__ = ["HTTPBackend", "StreamAssembler", "api_key_from_env"]
 
@@ -45,14 +48,50 @@ class StreamAssembler(Protocol):
     def finish(self) -> tuple[list[StreamEvent], GenerationResult]: ...
 
 
+class _UnreadableEvent(BackendError):
+    """A stream event that is not a JSON object (often the last one, cut off mid-way)."""
+
+
 def _json_event(data: str) -> dict[str, Any]:
+    if data == SSE_DONE:
+        return {"type": SSE_DONE}
     try:
         value = json.loads(data)
     except ValueError as exc:
-        raise BackendError(f"stream event is not JSON: {data[:300]!r}") from exc
+        raise _UnreadableEvent(f"stream event is not JSON: {data[:300]!r}") from exc
     if not isinstance(value, dict):
-        raise BackendError(f"stream event is not a JSON object: {data[:300]!r}")
+        raise _UnreadableEvent(f"stream event is not a JSON object: {data[:300]!r}")
     return value
+
+
+def _finish_stream(
+    assembler: StreamAssembler, broken: Exception | None
+) -> tuple[list[StreamEvent], GenerationResult]:
+    """The assembler's closing events and turn; a stream that broke off before its terminal
+    event raises :class:`IncompleteStreamError` (with the partial turn and the cause)."""
+    try:
+        closing, result = assembler.finish()
+    except IncompleteStreamError as exc:
+        if broken is not None:
+            raise IncompleteStreamError(f"{exc} ({broken})", partial=exc.partial) from broken
+        raise
+    if broken is not None:  # the turn was whole; only what came after it was lost
+        log.info("ignoring a stream error after the terminal event: %s", broken)
+    return closing, result
+
+
+def _named_as_offered(
+    event: StreamEvent, tools: Sequence[ToolDefinition], dialect: str
+) -> StreamEvent:
+    """A stream event naming its call as the offered tool (``Calendar.create_event``), not as
+    the provider's form of that name (``Calendar__create_event``)."""
+    names = [t.name for t in tools]
+    if isinstance(event, ToolCallStarted) and event.name not in names:
+        return replace(event, name=original_tool_name(event.name, dialect, names))
+    if isinstance(event, ToolCallFinished) and event.call.name not in names:
+        call = replace(event.call, name=original_tool_name(event.call.name, dialect, names))
+        return replace(event, call=call)
+    return event
 
 
 def api_key_from_env(
@@ -152,16 +191,21 @@ class HTTPBackend:
         result: GenerationResult = self.wire.decode_response(body, model=self.model)
         return result
 
+    @property
+    def dialect(self) -> str:
+        """The wire's schema dialect, which decides the tool names sent and read back."""
+        return str(self.wire.DIALECT)
+
     def assembler(self) -> StreamAssembler:
         raise NotImplementedError
 
     def wire_events(self, response: httpx.Response) -> Iterator[dict[str, Any]]:
         """The decoded events of a streaming response (server-sent JSON events by default)."""
-        for _event, data in iter_sse_data(response.iter_lines()):
+        for _event, data in iter_sse_data(response.iter_lines(), keep_done=True):
             yield _json_event(data)
 
     async def awire_events(self, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-        async for _event, data in aiter_sse_data(response.aiter_lines()):
+        async for _event, data in aiter_sse_data(response.aiter_lines(), keep_done=True):
             yield _json_event(data)
 
     # -- the public calls --------------------------------------------------------------------
@@ -175,7 +219,8 @@ class HTTPBackend:
     ) -> GenerationResult:
         """One assistant turn (text and/or tool calls). History is validated before sending."""
         path, body = self.build_request(messages, tools, params, tool_choice, stream=False)
-        return self.decode(self.transport.post_json(path, body))
+        result = self.decode(self.transport.post_json(path, body))
+        return restore_tool_names(result, tools, self.dialect)
 
     async def agenerate_with_tools(
         self,
@@ -186,7 +231,8 @@ class HTTPBackend:
     ) -> GenerationResult:
         """Async :meth:`generate_with_tools`."""
         path, body = self.build_request(messages, tools, params, tool_choice, stream=False)
-        return self.decode(await self.transport.apost_json(path, body))
+        result = self.decode(await self.transport.apost_json(path, body))
+        return restore_tool_names(result, tools, self.dialect)
 
     def generate(
         self, messages: Sequence[ChatMessage], params: SamplingParams | None = None
@@ -206,15 +252,26 @@ class HTTPBackend:
         params: SamplingParams | None = None,
         tool_choice: ToolChoice = "auto",
     ) -> Iterator[StreamEvent | GenerationDone]:
-        """The turn as stream events, ending with :class:`GenerationDone` holding the whole turn."""
+        """The turn as stream events, ending with :class:`GenerationDone` holding the whole turn.
+
+        A stream that ends (or breaks off) before the provider's terminal event raises
+        :class:`IncompleteStreamError` carrying the partial turn, never a complete-looking turn
+        with half-written arguments.
+        """
         path, body = self.build_request(messages, tools, params, tool_choice, stream=True)
         assembler = self.assembler()
+        broken: Exception | None = None
         with self.transport.stream(path, body) as response:
-            for event in self.wire_events(response):
-                yield from assembler.feed(event)
-        closing, result = assembler.finish()
-        yield from closing
-        yield GenerationDone(result=result)
+            try:
+                for event in self.wire_events(response):
+                    for item in assembler.feed(event):
+                        yield _named_as_offered(item, tools, self.dialect)
+            except (httpx.HTTPError, _UnreadableEvent) as exc:
+                broken = exc
+        closing, result = _finish_stream(assembler, broken)
+        for item in closing:
+            yield _named_as_offered(item, tools, self.dialect)
+        yield GenerationDone(result=restore_tool_names(result, tools, self.dialect))
 
     async def astream_with_tools(
         self,
@@ -226,14 +283,18 @@ class HTTPBackend:
         """Async :meth:`stream_with_tools`."""
         path, body = self.build_request(messages, tools, params, tool_choice, stream=True)
         assembler = self.assembler()
+        broken: Exception | None = None
         async with self.transport.astream(path, body) as response:
-            async for event in self.awire_events(response):
-                for item in assembler.feed(event):
-                    yield item
-        closing, result = assembler.finish()
+            try:
+                async for event in self.awire_events(response):
+                    for item in assembler.feed(event):
+                        yield _named_as_offered(item, tools, self.dialect)
+            except (httpx.HTTPError, _UnreadableEvent) as exc:
+                broken = exc
+        closing, result = _finish_stream(assembler, broken)
         for item in closing:
-            yield item
-        yield GenerationDone(result=result)
+            yield _named_as_offered(item, tools, self.dialect)
+        yield GenerationDone(result=restore_tool_names(result, tools, self.dialect))
 
     def close(self) -> None:
         """Close the HTTP clients."""
@@ -247,6 +308,11 @@ class HTTPBackend:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def model_spec(self) -> str:
+        """The ``load_model`` string that makes this backend again (saved conversations)."""
+        return f"{self.provider}:{self.model}"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.transport.base_url!r})"

@@ -69,12 +69,14 @@ def error_for_status(status: int, body: str) -> BackendError:
     return BackendHTTPError(f"HTTP {status}: {body[:500]}", status_code=status, body=body)
 
 
-def iter_sse_data(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
+def iter_sse_data(lines: Iterator[str], *, keep_done: bool = False) -> Iterator[tuple[str, str]]:
     """``(event, data)`` pairs of a server-sent event stream, up to ``[DONE]``.
 
-    Lines after ``[DONE]`` are read (not yielded) so the connection can be reused.
+    ``keep_done`` yields ``("", "[DONE]")`` for the end marker itself, so that the reader can
+    tell a finished stream from one cut short. Lines after ``[DONE]`` are read (not yielded)
+    so the connection can be reused.
     """
-    parser = _SSEParser()
+    parser = _SSEParser(keep_done)
     for line in lines:
         item = parser.line(line)
         if item is not None:
@@ -84,9 +86,11 @@ def iter_sse_data(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
         yield item
 
 
-async def aiter_sse_data(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
+async def aiter_sse_data(
+    lines: AsyncIterator[str], *, keep_done: bool = False
+) -> AsyncIterator[tuple[str, str]]:
     """Async :func:`iter_sse_data`."""
-    parser = _SSEParser()
+    parser = _SSEParser(keep_done)
     async for line in lines:
         item = parser.line(line)
         if item is not None:
@@ -99,10 +103,11 @@ async def aiter_sse_data(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, 
 class _SSEParser:
     """Line-by-line server-sent events parsing shared by the sync and async readers."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_done: bool = False) -> None:
         self.event = ""
         self.data: list[str] = []
         self.done = False
+        self.keep_done = keep_done
 
     def _dispatch(self) -> tuple[str, str] | None:
         item = None
@@ -110,6 +115,7 @@ class _SSEParser:
             joined = "\n".join(self.data)
             if joined.strip() == "[DONE]":
                 self.done = True
+                item = ("", "[DONE]") if self.keep_done else None
             else:
                 item = (self.event, joined)
         self.event, self.data = "", []

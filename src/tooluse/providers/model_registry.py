@@ -42,8 +42,9 @@ def register_model_prefix(prefix: str, factory: ModelFactory, *, replace: bool =
 
 
 def registered_model_prefixes() -> tuple[str, ...]:
-    """The prefixes ``load_model`` understands now (sorted)."""
-    return tuple(sorted(_FACTORIES))
+    """The prefixes ``load_model`` understands (sorted), including those whose module is
+    imported on first use (``local``, ``llama-cpp``)."""
+    return tuple(sorted(set(_FACTORIES) | set(_LAZY_MODULES)))
 
 
 def load_model(spec: str, **options: Any) -> Backend:

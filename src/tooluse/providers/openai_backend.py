@@ -77,6 +77,12 @@ class OpenAIBackend(HTTPBackend):
             strict_tools=strict_tools,
         )
 
+    @property
+    def model_spec(self) -> str:
+        if self.transport.base_url.rstrip("/") != OPENAI_URL:
+            return f"openai-compatible:{self.transport.base_url}#{self.model}"
+        return f"{'openai-responses' if self.api == 'responses' else 'openai'}:{self.model}"
+
     def request_path(self, *, stream: bool) -> str:
         return "responses" if self.api == "responses" else "chat/completions"
 

@@ -24,17 +24,23 @@ from tooluse.events import (
 )
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage, new_call_id
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
-from tooluse.providers.call_ids import CallIdMapper, IdStyle, wire_tool_name
+from tooluse.providers.call_ids import CallIdMapper, IdStyle
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
+    SSE_DONE,
     ResultBatch,
+    cut_short,
     group_turns,
     normalize_tool_choice,
     tool_schema,
+    wire_name,
 )
 from tooluse.tools.definition import ToolDefinition
 
-__all__ = ["ChatStreamAssembler", "decode_response", "encode_request", "result_text"]
+__all__ = ["DIALECT", "ChatStreamAssembler", "decode_response", "encode_request", "result_text"]
+
+#: The schema dialect of this wire (tool definitions and tool names).
+DIALECT = "openai"
 
 _FINISH = {
     "stop": "stop",
@@ -91,7 +97,7 @@ def encode_request(
         body["tools"] = [tool_schema(t, "openai", strict=strict) for t in tools]
         choice = normalize_tool_choice(tool_choice, tools)
         body["tool_choice"] = (
-            {"type": "function", "function": {"name": choice[1]}}
+            {"type": "function", "function": {"name": wire_name(choice[1], DIALECT)}}
             if isinstance(choice, tuple)
             else choice
         )
@@ -109,7 +115,7 @@ def _assistant(
                 "id": wire_id(call.id),
                 "type": "function",
                 "function": {
-                    "name": wire_tool_name(call.name),
+                    "name": wire_name(call.name, DIALECT),
                     "arguments": call.arguments_json(),
                 },
             }
@@ -169,12 +175,19 @@ def decode_response(body: dict[str, Any]) -> GenerationResult:
     if isinstance(content, list):  # some compatible servers send content parts
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
     builder.text(content or "")
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        builder.text(refusal)  # the model's refusal is what the user gets to read
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
-        builder.call(make_call(call.get("id"), function.get("name", ""), function.get("arguments")))
+        builder.call(
+            make_call(call.get("id"), function.get("name") or "", function.get("arguments"))
+        )
     finish = _FINISH.get(
         choice.get("finish_reason") or "stop", choice.get("finish_reason") or "stop"
     )
+    if isinstance(refusal, str) and refusal:
+        finish = "refusal"
     return builder.build(finish_reason=finish, usage=_usage(body.get("usage")), raw=body)
 
 
@@ -192,7 +205,10 @@ class ChatStreamAssembler:
     """Streamed chunks to events; calls are assembled by ``index``.
 
     When ``index`` is missing or repeated for a new call (some servers send 0 for every call),
-    a fragment carrying a new id starts a new call.
+    a fragment carrying a new id starts a new call. The stream is complete only once the HTTP
+    layer has fed ``{"type": "[DONE]"}`` (for ``data: [DONE]``); :meth:`finish` raises
+    :class:`IncompleteStreamError` otherwise. Chunks read through an SDK that hides ``[DONE]``
+    can be finished with ``finish(complete=True)``.
     """
 
     def __init__(self) -> None:
@@ -201,9 +217,14 @@ class ChatStreamAssembler:
         self._by_index: dict[int, _Slot] = {}
         self._finish = "stop"
         self._usage = Usage(requests=1)
+        self._refused = False
+        self._done = False
 
     def feed(self, chunk: dict[str, Any]) -> list[StreamEvent]:
         events: list[StreamEvent] = []
+        if chunk.get("type") == SSE_DONE:
+            self._done = True
+            return events
         if chunk.get("usage"):
             self._usage = _usage(chunk["usage"])
         if chunk.get("error"):
@@ -214,9 +235,11 @@ class ChatStreamAssembler:
             if isinstance(reasoning, str) and reasoning:
                 self._builder.reasoning(reasoning)
                 events.append(ReasoningDelta(text=reasoning))
-            if isinstance(delta.get("content"), str) and delta["content"]:
-                self._builder.text(delta["content"])
-                events.append(TextDelta(text=delta["content"]))
+            for key in ("content", "refusal"):
+                if isinstance(delta.get(key), str) and delta[key]:
+                    self._refused = self._refused or key == "refusal"
+                    self._builder.text(delta[key])
+                    events.append(TextDelta(text=delta[key]))
             for fragment in delta.get("tool_calls") or []:
                 events.extend(self._fragment(fragment))
             if choice.get("finish_reason"):
@@ -240,8 +263,10 @@ class ChatStreamAssembler:
         function = fragment.get("function") or {}
         if new_id:
             slot.id = new_id
-        if function.get("name"):
-            slot.name += function["name"]
+        name = function.get("name")
+        # OpenAI sends the name once; llama-cpp-python's server repeats it in every fragment.
+        if name and name != slot.name:
+            slot.name += name
         events: list[StreamEvent] = []
         number = self._slots.index(slot)
         if not slot.started and slot.name:
@@ -257,8 +282,12 @@ class ChatStreamAssembler:
             events.append(ArgumentsDelta(index=number, text=arguments))
         return events
 
-    def finish(self) -> tuple[list[StreamEvent], GenerationResult]:
-        """The closing events (one ``ToolCallFinished`` per call) and the whole turn."""
+    def finish(self, *, complete: bool = False) -> tuple[list[StreamEvent], GenerationResult]:
+        """The closing events (one ``ToolCallFinished`` per call) and the whole turn.
+
+        Raises :class:`IncompleteStreamError` (with the partial turn) when ``[DONE]`` never came,
+        unless ``complete`` says the stream is known to have ended properly.
+        """
         events: list[StreamEvent] = []
         for number, slot in enumerate(self._slots):
             call: ToolCall = make_call(slot.id, slot.name, "".join(slot.arguments))
@@ -266,5 +295,8 @@ class ChatStreamAssembler:
                 call = replace(call, synthetic_id=True)
             self._builder.fill(slot.position, call)
             events.append(ToolCallFinished(index=number, call=call))
-        result = self._builder.build(finish_reason=self._finish, usage=self._usage)
+        finish = "refusal" if self._refused else self._finish
+        result = self._builder.build(finish_reason=finish, usage=self._usage)
+        if not (self._done or complete):
+            raise cut_short(result, "[DONE]")
         return events, result

@@ -2,14 +2,18 @@
 
 Calls are ``function_call`` items (``call_id`` pairs them with ``function_call_output`` items;
 the item ``id`` starts with ``fc_`` and is replayed only when it came from OpenAI). Reasoning
-items are kept whole as provider state and replayed, in their original position, only to the
-same provider and model: reasoning models reject a call replayed without its reasoning item.
+items and output messages (``msg_...`` ids) are kept whole as provider state and replayed, in
+their original position, only to the same provider and model: reasoning models reject a call
+replayed without its reasoning item, and a reasoning item replayed without the item that
+followed it ("reasoning provided without its required following item"). So a reasoning item
+goes back only when the next item goes back with its original id; otherwise it is left out.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from tooluse.errors import BackendError
@@ -21,25 +25,29 @@ from tooluse.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from tooluse.messages import ChatMessage, ProviderState, ToolCall, Usage
+from tooluse.messages import ChatMessage, ProviderState, TextPart, ToolCall, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
-from tooluse.providers.call_ids import CallIdMapper, wire_tool_name
+from tooluse.providers.call_ids import CallIdMapper
 from tooluse.providers.openai_chat import result_text
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
     ResultBatch,
+    cut_short,
     encode_assistant_parts,
     group_turns,
     log,
     normalize_tool_choice,
     replayable,
     tool_schema,
+    wire_name,
 )
 from tooluse.tools.definition import ToolDefinition
 
-__all__ = ["PROVIDER", "ResponsesStreamAssembler", "decode_response", "encode_request"]
+__all__ = ["DIALECT", "PROVIDER", "ResponsesStreamAssembler", "decode_response", "encode_request"]
 
 PROVIDER = "openai"
+#: The schema dialect of this wire (tool definitions and tool names).
+DIALECT = "openai_responses"
 
 
 def encode_request(
@@ -75,7 +83,9 @@ def encode_request(
         body["tools"] = [tool_schema(t, "openai_responses", strict=strict) for t in tools]
         choice = normalize_tool_choice(tool_choice, tools)
         body["tool_choice"] = (
-            {"type": "function", "name": choice[1]} if isinstance(choice, tuple) else choice
+            {"type": "function", "name": wire_name(choice[1], DIALECT)}
+            if isinstance(choice, tuple)
+            else choice
         )
     if params is not None:
         if params.temperature is not None:
@@ -99,7 +109,7 @@ def _assistant_items(
         item: dict[str, Any] = {
             "type": "function_call",
             "call_id": wire_id(call.id),
-            "name": wire_tool_name(call.name),
+            "name": wire_name(call.name, DIALECT),
             "arguments": call.arguments_json(),
         }
         state = replayable(call.state, PROVIDER, model)
@@ -107,15 +117,67 @@ def _assistant_items(
             item["id"] = state.data["item_id"]
         return item
 
-    return encode_assistant_parts(
-        message,
-        PROVIDER,
-        model,
-        # only whole reasoning items go back (not other state of this provider)
-        reasoning=lambda state: dict(state.data) if state.data.get("type") == "reasoning" else None,
-        text=lambda text: {"role": "assistant", "content": text},
-        call=call_item,
-    )
+    items: list[dict[str, Any]] = []
+    for part in message.ordered_parts():
+        # One part at a time, so that a text part can go back as its original output message.
+        if isinstance(part, TextPart):
+            state = replayable(part.state, PROVIDER, model)
+            original = state.data if state is not None else {}
+            if original.get("type") == "message" and _message_text(original) == part.text:
+                items.append(dict(original))
+                continue
+        items.extend(
+            encode_assistant_parts(
+                replace(message, parts=(part,)),
+                PROVIDER,
+                model,
+                # only whole reasoning items go back (not other state of this provider)
+                reasoning=lambda state: (
+                    dict(state.data) if state.data.get("type") == "reasoning" else None
+                ),
+                text=lambda text: {"role": "assistant", "content": text},
+                call=call_item,
+            )
+        )
+    return _with_following_items(items)
+
+
+def _message_text(item: dict[str, Any]) -> str:
+    """The visible text of an output message item (its output_text and refusal parts)."""
+    texts = []
+    for content in item.get("content") or []:
+        if content.get("type") == "output_text":
+            texts.append(content.get("text") or "")
+        elif content.get("type") == "refusal":
+            texts.append(content.get("refusal") or "")
+    return "".join(texts)
+
+
+def _with_following_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items`` without the reasoning items whose following item lost its original id.
+
+    The items after a dropped reasoning item (up to the next reasoning item) lose their ids
+    too: an item sent with its id must come with the reasoning item that produced it.
+    """
+    kept: list[dict[str, Any]] = []
+    orphaned = False
+    for i, item in enumerate(items):
+        if item.get("type") == "reasoning":
+            follower = next((x for x in items[i + 1 :] if x.get("type") != "reasoning"), None)
+            orphaned = follower is None or not (
+                follower.get("type") in ("message", "function_call") and follower.get("id")
+            )
+            if orphaned:
+                log.info(
+                    "Responses: reasoning item %s left out: the item that followed it is not "
+                    "replayed with its original id",
+                    item.get("id"),
+                )
+                continue
+        elif orphaned and "id" in item:
+            item = {k: v for k, v in item.items() if k != "id"}
+        kept.append(item)
+    return kept
 
 
 def _usage(data: dict[str, Any] | None) -> Usage:
@@ -141,6 +203,7 @@ def decode_response(body: dict[str, Any], *, model: str = "") -> GenerationResul
     if "output" not in body:
         raise BackendError(f"response has no output: {json.dumps(body)[:500]}")
     builder = TurnBuilder()
+    refused = False
     for item in body.get("output") or []:
         kind = item.get("type")
         if kind == "reasoning":
@@ -148,26 +211,35 @@ def decode_response(body: dict[str, Any], *, model: str = "") -> GenerationResul
             data = {k: v for k, v in item.items() if k != "status"}
             builder.reasoning(summary, ProviderState(provider=PROVIDER, model=model, data=data))
         elif kind == "message":
-            for content in item.get("content") or []:
-                if content.get("type") == "output_text":
-                    builder.text(content.get("text", ""))
-                elif content.get("type") == "refusal":
-                    builder.text(content.get("refusal", ""))
+            data = {k: v for k, v in item.items() if k != "status"}
+            # Kept whole: a reasoning item must be replayed followed by this very message.
+            state = ProviderState(provider=PROVIDER, model=model, data=data)
+            builder.text(_message_text(item), state if item.get("id") else None)
+            refused = refused or any(c.get("type") == "refusal" for c in item.get("content") or [])
         elif kind == "function_call":
             state = ProviderState(provider=PROVIDER, model=model, data={"item_id": item.get("id")})
             builder.call(
                 make_call(item.get("call_id"), item.get("name", ""), item.get("arguments"), state)
             )
-    return builder.build(finish_reason=_finish(body), usage=_usage(body.get("usage")), raw=body)
+    finish = _finish(body)
+    if refused and finish == "stop":
+        finish = "refusal"  # as for Chat Completions: the refusal is the text
+    return builder.build(finish_reason=finish, usage=_usage(body.get("usage")), raw=body)
 
 
 class ResponsesStreamAssembler:
-    """Responses stream events to tooluse events; the final turn comes from ``response.completed``."""
+    """Responses stream events to tooluse events; the final turn comes from ``response.completed``.
+
+    A stream without ``response.completed`` or ``response.incomplete`` is cut short:
+    :meth:`finish` raises :class:`IncompleteStreamError` with the items that were done.
+    """
 
     def __init__(self, *, model: str = "") -> None:
         self.model = model
         self._call_numbers: dict[int, int] = {}
         self._done_items: dict[int, dict[str, Any]] = {}
+        # Items still being written, for the partial turn of a stream that is cut short.
+        self._open_items: dict[int, dict[str, Any]] = {}
         self._final: dict[str, Any] | None = None
 
     def feed(self, event: dict[str, Any]) -> list[StreamEvent]:
@@ -175,6 +247,8 @@ class ResponsesStreamAssembler:
         index = event.get("output_index")
         if kind == "response.output_item.added":
             item = event.get("item") or {}
+            if isinstance(index, int):
+                self._open_items[index] = dict(item)
             if item.get("type") == "function_call" and isinstance(index, int):
                 number = self._call_numbers.setdefault(index, len(self._call_numbers))
                 return [
@@ -183,10 +257,18 @@ class ResponsesStreamAssembler:
                     )
                 ]
         elif kind == "response.output_text.delta":
+            if isinstance(index, int) and index in self._open_items:
+                item = self._open_items[index]
+                text = (item.get("content") or [{}])[-1].get("text", "") + event.get("delta", "")
+                item["content"] = [{"type": "output_text", "text": text}]
             return [TextDelta(text=event.get("delta", ""))]
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             return [ReasoningDelta(text=event.get("delta", ""))]
         elif kind == "response.function_call_arguments.delta" and index in self._call_numbers:
+            assert isinstance(index, int)  # only int indexes are numbered
+            if index in self._open_items:
+                item = self._open_items[index]
+                item["arguments"] = (item.get("arguments") or "") + event.get("delta", "")
             return [ArgumentsDelta(index=self._call_numbers[index], text=event.get("delta", ""))]
         elif kind == "response.output_item.done" and isinstance(index, int):
             item = event.get("item") or {}
@@ -210,6 +292,9 @@ class ResponsesStreamAssembler:
     def finish(self) -> tuple[list[StreamEvent], GenerationResult]:
         body = self._final
         if body is None or not body.get("output"):
-            output = [self._done_items[i] for i in sorted(self._done_items)]
-            body = {**(body or {}), "output": output}
-        return [], decode_response(body, model=self.model)
+            items = {**self._open_items, **self._done_items}
+            body = {**(body or {}), "output": [items[i] for i in sorted(items)]}
+        result = decode_response(body, model=self.model)
+        if self._final is None:
+            raise cut_short(result, "response.completed")
+        return [], result

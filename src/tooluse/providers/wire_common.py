@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Union
 
-from tooluse.errors import ToolDefinitionError
+from tooluse.errors import IncompleteStreamError, ToolDefinitionError
 from tooluse.messages import (
     ChatMessage,
     ProviderState,
@@ -20,12 +20,14 @@ from tooluse.messages import (
     ToolCall,
     ToolResult,
 )
-from tooluse.providers.base import ToolChoice
+from tooluse.providers.base import GenerationResult, ToolChoice
 from tooluse.providers.call_ids import wire_tool_name
 from tooluse.providers.history import validate_history
-from tooluse.tools.definition import ToolDefinition
+from tooluse.tools.definition import ToolDefinition, check_tool_name
+from tooluse.tools.tool_names import original_tool_name, provider_tool_name
 
 __all__ = [
+    "SSE_DONE",
     "ResultBatch",
     "Turn",
     "decode_arguments",
@@ -33,12 +35,27 @@ __all__ = [
     "log",
     "normalize_tool_choice",
     "replayable",
+    "restore_tool_names",
     "system_text",
     "tool_schema",
     "tools_for_history",
+    "wire_name",
 ]
 
 log = logging.getLogger("tooluse.providers")
+
+#: The ``type`` of the event the HTTP layer feeds a stream assembler for ``data: [DONE]``.
+SSE_DONE = "[DONE]"
+
+
+def cut_short(partial: GenerationResult, terminal: str) -> IncompleteStreamError:
+    """The error for a stream that ended before ``terminal``; ``partial`` goes with it."""
+    calls = ", ".join(c.name or "?" for c in partial.tool_calls)
+    detail = f" (tool calls so far, possibly half-written: {calls})" if calls else ""
+    return IncompleteStreamError(
+        f"the stream ended before its terminal event {terminal}: the answer is incomplete{detail}",
+        partial=partial,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,6 +207,50 @@ def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _valid_tool_name(name: str) -> bool:
+    try:
+        check_tool_name(name)
+    except ToolDefinitionError:
+        return False
+    return True
+
+
+def wire_name(name: str, dialect: str) -> str:
+    """The name to send for a tool, call or result named ``name`` in a schema ``dialect``.
+
+    A valid tool name gets the provider's form, the same one its exported definition carries
+    (``Calendar.create_event`` becomes ``Calendar__create_event`` where dots are refused); a
+    name a model made up (``"get weather"``) gets a hashed stand-in that no tool can share.
+    """
+    if _valid_tool_name(name):
+        return provider_tool_name(name, dialect)
+    return wire_tool_name(name)
+
+
+def restore_tool_names(
+    result: GenerationResult, tools: Sequence[ToolDefinition], dialect: str
+) -> GenerationResult:
+    """``result`` with each call named as the offered tool whose wire name it carries."""
+    names = [t.name for t in tools]
+    mapping = {
+        c.name: original_tool_name(c.name, dialect, names)
+        for c in result.tool_calls
+        if c.name not in names
+    }
+    mapping = {wire: original for wire, original in mapping.items() if wire != original}
+    if not mapping:
+        return result
+
+    def renamed(call: ToolCall) -> ToolCall:
+        return replace(call, name=mapping.get(call.name, call.name))
+
+    message = result.message
+    if message is not None:
+        parts = tuple(renamed(p) if isinstance(p, ToolCall) else p for p in message.parts)
+        message = replace(message, parts=parts, tool_calls=tuple(map(renamed, message.tool_calls)))
+    return replace(result, tool_calls=tuple(map(renamed, result.tool_calls)), message=message)
+
+
 def replayable(state: ProviderState | None, provider: str, model: str) -> ProviderState | None:
     """``state`` when it may be replayed to ``provider``/``model``, else ``None`` (dropped)."""
     if state is not None and state.replayable_to(provider, model):
@@ -205,11 +266,14 @@ def encode_assistant_parts(
     reasoning: Callable[[ProviderState], dict[str, Any] | None],
     text: Callable[[str], dict[str, Any]],
     call: Callable[[ToolCall], dict[str, Any]],
+    drop_blank_text: bool = False,
 ) -> list[dict[str, Any]]:
     """An assistant turn's parts in order, each encoded by the provider's own function.
 
     Reasoning goes out only as state replayable to ``provider``/``model`` (``reasoning`` may
-    still refuse it by returning ``None``); empty text parts are left out.
+    still refuse it by returning ``None``); empty text parts are left out, and so are
+    whitespace-only ones with ``drop_blank_text`` (Anthropic and Bedrock refuse text blocks
+    without visible characters, which Claude itself emits as ``"\n\n"`` before a tool call).
     """
     out: list[dict[str, Any]] = []
     for part in message.ordered_parts():
@@ -219,7 +283,7 @@ def encode_assistant_parts(
             if block is not None:
                 out.append(block)
         elif isinstance(part, TextPart):
-            if part.text:
+            if part.text.strip() if drop_blank_text else part.text:
                 out.append(text(part.text))
         else:
             out.append(call(part))
@@ -246,11 +310,12 @@ def tools_for_history(
     log.info("declaring placeholder tools %s because the history holds tool blocks", list(names))
     placeholders = []
     for name in names:
+        # Named as the history's calls are sent (see wire_name): valid names as they are (the
+        # export maps them per provider), made-up ones as their hashed stand-in.
+        placeholder = name if _valid_tool_name(name) else wire_tool_name(name)
         try:
             placeholders.append(
-                ToolDefinition(
-                    name=wire_tool_name(name), description="(earlier tool, no longer offered)"
-                )
+                ToolDefinition(name=placeholder, description="(earlier tool, no longer offered)")
             )
         except ToolDefinitionError:  # a made-up name no definition may carry; the call stays
             continue

@@ -5,9 +5,18 @@ call. Validation runs in three steps:
 
 1. the arguments are read (dict, JSON text, ``""``/``null``, double-encoded JSON);
 2. a strict fast path validates them as they are;
-3. only if that fails, safe coercions guided by the JSON Schema are applied and reported
-   (``"5"`` -> 5, ``"true"`` -> True, scalar -> one-item list, JSON text -> object/array,
-   enum case, ``null`` for an optional argument -> its default) and validation runs again.
+3. only if that fails, the documented lossless coercions guided by the JSON Schema are applied
+   and reported (``"5"`` -> 5, ``"2.5"`` -> 2.5, ``"true"`` -> True, ``3.0`` -> 3 for an
+   integer, scalar -> one-item list, JSON text -> object/array, enum case when exactly one value
+   matches, ``null`` for an optional argument -> its default) and validation runs again,
+   strictly: nothing else is converted (``true`` is not 1, ``"yes"``/``"1"``/``1`` are not
+   booleans, ``"3.0"`` is not the integer 3, a number is not a date, ``"NaN"`` is not a number).
+
+Both kinds of tool follow the same rules: a function tool's types are checked as JSON input in
+pydantic's strict mode, a raw-schema tool's schema by a compiled validator or ``jsonschema``
+(date/time/UUID formats checked the way the function types parse them). Hostile input
+(deep nesting, huge integers, NaN, non-string keys) is refused before either runs
+(:mod:`tooluse.tools.schema_safety`); the only error ever raised is ``ToolArgumentError``.
 
 Failures raise :class:`ToolArgumentError` whose ``model_message`` tells the model what to fix:
 the JSON path, expected vs received, allowed values and "did you mean" for unknown names
@@ -17,6 +26,8 @@ the JSON path, expected vs received, allowed values and "did you mean" for unkno
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +35,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import SchemaValidator
 
-from tooluse.errors import ToolDefinitionError
+from tooluse.errors import ToolDefinitionError, ToolUseError
 from tooluse.tools.argument_messages import (
     argument_error,
     deref_schema,
@@ -34,11 +45,14 @@ from tooluse.tools.argument_messages import (
     json_type_name,
     jsonschema_problems,
     pydantic_problems,
+    reference_validator,
     schema_branches,
     schema_types,
     short_value,
 )
 from tooluse.tools.json_schema_compile import compile_json_schema
+from tooluse.tools.json_schema_rewrite import honour_nullable
+from tooluse.tools.schema_safety import ArgumentRefused, screen_arguments
 
 __all__ = [
     "ArgumentValidator",
@@ -88,17 +102,11 @@ def parse_arguments(raw: Any, tool_name: str = "") -> tuple[dict[str, Any], list
     text = raw.strip()
     if text in ("", "null", "{}"):
         return {}, coercions
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argument_error(
-            tool_name,
-            [("", f"arguments are not valid JSON ({exc.msg} at character {exc.pos})")],
-        ) from None
+    value = _loads(text, tool_name)
     if isinstance(value, str):  # double-encoded: a JSON string holding the JSON object
         try:
             inner = json.loads(value)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             inner = None
         if isinstance(inner, dict):
             coercions.append(
@@ -114,8 +122,28 @@ def parse_arguments(raw: Any, tool_name: str = "") -> tuple[dict[str, Any], list
     return value, coercions
 
 
+def _loads(text: str, tool_name: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argument_error(
+            tool_name,
+            [("", f"arguments are not valid JSON ({exc.msg} at character {exc.pos})")],
+        ) from None
+    except ValueError:  # an integer longer than Python will convert
+        raise argument_error(
+            tool_name, [("", "arguments hold an integer too large to read")]
+        ) from None
+    except RecursionError:
+        raise argument_error(tool_name, [("", "arguments are nested too deeply")]) from None
+
+
 # ---------------------------------------------------------------------------------------------
 # Schema-guided safe coercion (slow path only)
+
+# Only numbers written exactly as JSON writes them: no "5_000", " +5", "0x10", "٣", "NaN".
+_JSON_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 
 
 def _allows_null(schema: dict[str, Any], root: dict[str, Any]) -> bool:
@@ -127,23 +155,17 @@ def _allows_null(schema: dict[str, Any], root: dict[str, Any]) -> bool:
 
 def _scalar_coercion(value: str, types: set[str]) -> tuple[Any, str] | None:
     text = value.strip()
-    if "integer" in types:
-        try:
-            return int(text), "string to integer"
-        except ValueError:
-            pass
-    if "number" in types:
-        try:
-            number = float(text)
-        except ValueError:
-            number = None
-        if number is not None and number == number and abs(number) != float("inf"):
-            if number.is_integer() and "." not in text and "e" not in text.lower():
-                return int(number), "string to number"
+    if "integer" in types and _JSON_INTEGER.fullmatch(text) and len(text) <= 300:
+        return int(text), "string to integer"
+    if "number" in types and _JSON_NUMBER.fullmatch(text) and len(text) <= 300:
+        if _JSON_INTEGER.fullmatch(text):
+            return int(text), "string to number"
+        number = float(text)
+        if number == number and abs(number) != float("inf"):
             return number, "string to number"
     if "boolean" in types and text.lower() in ("true", "false"):
         return text.lower() == "true", "string to boolean"
-    if "null" in types and text.lower() in ("null", "none"):
+    if "null" in types and text == "null":
         return None, "string to null"
     return None
 
@@ -182,7 +204,8 @@ def coerce_to_schema(
         if text[:1] in "[{" and types & {"array", "object"}:
             try:
                 decoded = json.loads(text)
-            except json.JSONDecodeError:
+                screen_arguments(decoded)
+            except (ValueError, RecursionError, ArgumentRefused):
                 decoded = None
             if json_type_name(decoded) in types:
                 value, kind = decoded, "decoded JSON text"
@@ -207,7 +230,8 @@ def coerce_to_schema(
         value, kind = [value], "wrapped a single value in a list"
     enum = schema.get("enum")
     if isinstance(enum, list) and isinstance(value, str) and value not in enum:
-        folded = [e for e in enum if isinstance(e, str) and e.casefold() == value.casefold()]
+        wanted = value.casefold()
+        folded = [e for e in enum if isinstance(e, str) and e.casefold() == wanted]
         if len(folded) == 1:
             value, kind = folded[0], "matched enum value ignoring case"
     if kind:
@@ -259,6 +283,42 @@ def coerce_to_schema(
 # ---------------------------------------------------------------------------------------------
 
 
+def _has_numeric_enum(schema: Any) -> bool:
+    """Whether an ``enum``/``const`` anywhere holds numbers (which ``True`` would equal)."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            enum = node.get("enum")
+            values: list[Any] = list(enum) if isinstance(enum, list) else []
+            if "const" in node:
+                values = [*values, node["const"]]
+            if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def _allows_non_finite(model: type[BaseModel] | None) -> bool:
+    """Whether a field of ``model`` explicitly accepts NaN/Infinity (``allow_inf_nan=True``)."""
+    if model is None:
+        return False
+    stack: list[Any] = [getattr(model, "__pydantic_core_schema__", None)]
+    seen = 0
+    while stack and seen < 10_000:
+        node = stack.pop()
+        seen += 1
+        if isinstance(node, dict):
+            if node.get("allow_inf_nan") is True:
+                return True
+            stack.extend(v for k, v in node.items() if k not in ("cls", "metadata"))
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return False
+
+
 class ArgumentValidator:
     """Validates one tool's arguments; build once per tool, call :meth:`validate` per call.
 
@@ -277,21 +337,27 @@ class ArgumentValidator:
         forbid_extra: bool = False,
     ) -> None:
         self.tool_name = tool_name
-        self.schema = schema
+        self.schema = schema if model is not None else honour_nullable(schema)
         self._model = model
         self._field_names = field_names
         self._forbid_extra = forbid_extra
         self._known = frozenset((schema.get("properties") or {}).keys())
         self._fast: SchemaValidator | None = None
         self._reference: Any = None
+        # pydantic's literal and enum checks let True stand for 1: confirm with jsonschema
+        self._numeric_enum = _has_numeric_enum(schema)
+        # NaN/Infinity are not JSON: refused unless a field of the function says otherwise
+        self._non_finite_ok = _allows_non_finite(model)
         if model is None:
-            self._fast = compile_json_schema(schema)
+            self._fast = compile_json_schema(self.schema)
             if self._fast is None:
                 self._reference = self._reference_validator()
 
     def _reference_validator(self) -> Any:
         import jsonschema
 
+        if self._reference is not None:
+            return self._reference
         cls = jsonschema.validators.validator_for(
             self.schema, default=jsonschema.Draft202012Validator
         )
@@ -301,7 +367,8 @@ class ArgumentValidator:
             raise ToolDefinitionError(
                 f"tool {self.tool_name!r}: invalid JSON Schema: {exc.message}"
             ) from exc
-        return cls(self.schema)
+        self._reference = reference_validator(self.schema)
+        return self._reference
 
     def _from_model(self, instance: BaseModel) -> dict[str, Any]:
         values = instance.__dict__
@@ -315,11 +382,58 @@ class ArgumentValidator:
             (k, "unknown argument" + did_you_mean(k, names)) for k in data if k not in self._known
         ]
 
+    def _schema_problems(self, data: Any) -> list[tuple[str, str]]:
+        reference = self._reference_validator()
+        errors = sorted(reference.iter_errors(data), key=lambda e: str(list(e.absolute_path)))
+        return jsonschema_problems(errors, self.schema) if errors else []
+
     def validate(self, arguments: Any) -> ValidationReport:
         """Validate (and safely coerce) ``arguments``; raises :class:`ToolArgumentError`."""
-        data, coercions = parse_arguments(arguments, self.tool_name)
-        if self._model is not None:
-            return self._validate_model(data, coercions)
+        try:
+            data, coercions = parse_arguments(arguments, self.tool_name)
+            try:
+                non_finite, loose_number = screen_arguments(data)
+            except ArgumentRefused as refused:
+                raise argument_error(self.tool_name, [(refused.path, refused.text)]) from None
+            if loose_number and self._numeric_enum:
+                problems = [
+                    p
+                    for p in self._schema_problems(data)
+                    if p[1].startswith("expected one of") and "got boolean" in p[1]
+                ]  # only the booleans standing for numbers; the rest is validated below
+                if problems:
+                    raise argument_error(self.tool_name, problems)
+            if non_finite and not self._non_finite_ok:
+                raise argument_error(self.tool_name, self._non_finite_problems(data))
+            if self._model is not None:
+                # pydantic's literals take True and 2.0 for 1 and 2 without a word: such
+                # values go through the coercion step, which reports "2.0 -> 2"
+                direct = not (loose_number and self._numeric_enum)
+                return self._validate_model(data, coercions, non_finite, direct=direct)
+            return self._validate_schema(data, coercions)
+        except ToolUseError:
+            raise
+        except Exception as exc:  # never a raw ValueError/RecursionError from hostile input
+            raise argument_error(
+                self.tool_name, [("", f"arguments could not be validated ({type(exc).__name__})")]
+            ) from exc
+
+    def _non_finite_problems(self, data: Any) -> list[tuple[str, str]]:
+        problems: list[tuple[str, str]] = []
+        stack: list[tuple[Any, str]] = [(data, "")]
+        while stack:
+            value, path = stack.pop()
+            if isinstance(value, float) and not math.isfinite(value):
+                problems.append(
+                    (path, f"expected a finite number, got {short_value(value)} (not JSON)")
+                )
+            elif isinstance(value, Mapping):
+                stack.extend((v, join_path(path, k)) for k, v in value.items())
+            elif isinstance(value, (list, tuple)):
+                stack.extend((v, join_path(path, i)) for i, v in enumerate(value))
+        return sorted(problems)
+
+    def _validate_schema(self, data: dict[str, Any], coercions: list[Coercion]) -> ValidationReport:
         if self._fast is not None:
             try:
                 return ValidationReport(
@@ -328,7 +442,9 @@ class ArgumentValidator:
             except ValidationError:
                 pass
         elif not any(True for _ in self._reference.iter_errors(data)):
-            return ValidationReport(arguments=data, coercions=tuple(coercions))
+            # JSON Schema counts 7.0 as an integer; a function tool gets 7, so this does too
+            normal = coerce_to_schema(data, self.schema, self.schema, coercions)
+            return ValidationReport(arguments=normal, coercions=tuple(coercions))
         coerced = coerce_to_schema(data, self.schema, self.schema, coercions)
         if self._fast is not None:
             try:
@@ -336,33 +452,47 @@ class ArgumentValidator:
                 return ValidationReport(arguments=out, coercions=tuple(coercions))
             except ValidationError:
                 pass  # confirm with the reference validator, which also words the errors
-        reference = self._reference or self._reference_validator()
-        self._reference = reference
-        errors = sorted(reference.iter_errors(coerced), key=lambda e: list(e.absolute_path))
-        if not errors:
+        problems = self._schema_problems(coerced)
+        if not problems:
             return ValidationReport(arguments=coerced, coercions=tuple(coercions))
-        problems = jsonschema_problems(errors, self.schema)
         if not any("unknown argument" in t for _, t in problems):
             problems += [p for p in self._unknown_names(coerced) if p[0] not in dict(problems)]
         raise argument_error(self.tool_name, problems)
 
-    def _validate_model(self, data: dict[str, Any], coercions: list[Coercion]) -> ValidationReport:
+    def _validate_model(
+        self,
+        data: dict[str, Any],
+        coercions: list[Coercion],
+        non_finite: bool,
+        *,
+        direct: bool = True,
+    ) -> ValidationReport:
         assert self._model is not None
         validator = self._model.__pydantic_validator__
         if self._forbid_extra:
             unknown = self._unknown_names(data)
             if unknown:
                 raise argument_error(self.tool_name, unknown)
-        try:
-            instance = validator.validate_python(data, strict=True)
-            return ValidationReport(
-                arguments=self._from_model(instance), coercions=tuple(coercions)
-            )
-        except ValidationError:
-            pass
+        if direct:
+            try:
+                instance = validator.validate_python(data, strict=True)
+                return ValidationReport(
+                    arguments=self._from_model(instance), coercions=tuple(coercions)
+                )
+            except ValidationError:
+                pass
         coerced = coerce_to_schema(data, self.schema, self.schema, coercions)
         try:
-            instance = validator.validate_python(coerced)
+            # strict JSON semantics: what JSON cannot hold (dates, UUIDs, enums, tuples) is
+            # read from its JSON form, and nothing else is converted
+            text = None if non_finite else json.dumps(coerced)
+        except (TypeError, ValueError):
+            text = None  # Python objects passed by a caller, not a model
+        try:
+            if text is not None:
+                instance = validator.validate_json(text, strict=True)
+            else:
+                instance = validator.validate_python(coerced, strict=True)
         except ValidationError as exc:
             raise argument_error(
                 self.tool_name, pydantic_problems(exc, coerced, self.schema)

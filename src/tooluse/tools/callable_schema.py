@@ -9,6 +9,7 @@ automatically) give the description and the parameter descriptions.
 from __future__ import annotations
 
 import inspect
+import re
 import typing
 import warnings
 from collections.abc import Callable
@@ -24,7 +25,13 @@ from tooluse.errors import ToolDefinitionError
 from tooluse.tools.injection import InjectionKind, injection_kind
 from tooluse.tools.json_schema_rewrite import clean_schema
 
-__all__ = ["CallableSchema", "ToolDefinitionWarning", "callable_schema", "docstring_text"]
+__all__ = [
+    "CallableSchema",
+    "ToolDefinitionWarning",
+    "callable_schema",
+    "docstring_text",
+    "parse_docstring",
+]
 
 
 class ToolDefinitionWarning(UserWarning):
@@ -44,9 +51,37 @@ class CallableSchema:
     parameter_descriptions: dict[str, str]
     output_schema: dict[str, Any] | None
     is_async: bool
+    # positional-only parameters in signature order, each with its default (or Parameter.empty)
+    positional_only: tuple[tuple[str, Any], ...] = ()
 
 
 _UNANNOTATED_DEFAULT_TYPES = (bool, int, float, str)
+
+
+# Google sections that docstring_parser does not know by default but that hold parameters.
+_KEYWORD_SECTIONS = ("Keyword Args", "Keyword Arguments", "Kwargs", "Other Parameters")
+_KEYWORD_SECTION_LINE = re.compile(
+    r"^\s*(?:" + "|".join(_KEYWORD_SECTIONS) + r")\s*:\s*$", re.MULTILINE
+)
+
+
+def parse_docstring(text: str) -> docstring_parser.Docstring:
+    """The docstring parsed in its own style; Google ``Keyword Args:`` sections count as
+    parameters, and ``name : text`` lines (a space before the colon) keep their text."""
+    doc = docstring_parser.parse(text)
+    if _KEYWORD_SECTION_LINE.search(text):
+        from docstring_parser import google
+
+        sections = [
+            *google.DEFAULT_SECTIONS,
+            *(google.Section(t, "param", google.SectionType.MULTIPLE) for t in _KEYWORD_SECTIONS),
+        ]
+        with_keywords = google.GoogleParser(sections=sections).parse(text)
+        if len(with_keywords.params) > len(doc.params):
+            doc = with_keywords
+    for param in doc.params:
+        param.arg_name = param.arg_name.strip()
+    return doc
 
 
 def docstring_text(doc: docstring_parser.Docstring) -> str:
@@ -136,13 +171,14 @@ def callable_schema(
         raise ToolDefinitionError(f"tool {tool_name!r}: cannot read the signature: {exc}") from exc
     hints = _resolve_hints(target)
     raw_doc = inspect.getdoc(target) or (inspect.getdoc(fn) if target is not fn else None) or ""
-    doc = docstring_parser.parse(raw_doc)
+    doc = parse_docstring(raw_doc)
     doc_params = {p.arg_name.lstrip("*"): (p.description or "").strip() for p in doc.params}
 
     fields: dict[str, Any] = {}
     field_names: list[tuple[str, str]] = []
     injected: dict[str, InjectionKind] = {}
     descriptions: dict[str, str] = {}
+    positional: dict[str, Any] = {}  # positional-only parameters, in order, with defaults
     for index, param in enumerate(sig.parameters.values()):
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             star = "*" if param.kind is inspect.Parameter.VAR_POSITIONAL else "**"
@@ -151,10 +187,8 @@ def callable_schema(
                 "model; use a named list or dict parameter instead"
             )
         if param.kind is inspect.Parameter.POSITIONAL_ONLY:
-            raise ToolDefinitionError(
-                f"tool {tool_name!r}: positional-only parameter {param.name!r} cannot be passed "
-                "by name; remove the '/' from the signature"
-            )
+            # the model names it like any other; invoke() passes it by position
+            positional[param.name] = param.default
         annotation = hints.get(param.name, param.annotation)
         kind = injection_kind(param.name, annotation)
         if kind is not None:
@@ -202,7 +236,10 @@ def callable_schema(
         model = create_model(  # type: ignore[call-overload]
             f"{tool_name}_arguments",
             __config__=ConfigDict(
-                extra="forbid", populate_by_name=False, arbitrary_types_allowed=False
+                extra="forbid",
+                populate_by_name=False,
+                arbitrary_types_allowed=False,
+                allow_inf_nan=False,  # NaN and Infinity are not JSON numbers
             ),
             **fields,
         )
@@ -225,6 +262,7 @@ def callable_schema(
         parameter_descriptions=descriptions,
         output_schema=_output_schema(sig.return_annotation, hints.get("return")),
         is_async=inspect.iscoroutinefunction(target),
+        positional_only=tuple(positional.items()),
     )
 
 

@@ -37,15 +37,26 @@ __all__ = [
 
 # The intersection of what OpenAI, Anthropic, Gemini, Bedrock and MCP accept.
 TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,63}$")
+# Dotted names (``Calendar.create_event``, MCP and OpenAPI style): each provider gets its own
+# form on export (see :mod:`tooluse.tools.tool_names`) and calls map back to this name.
+DOTTED_TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]*(?:\.[a-zA-Z_][a-zA-Z0-9_-]*)+$")
 
 
 def check_tool_name(name: str) -> str:
-    """``name`` if every provider accepts it; else :class:`ToolDefinitionError` with a fix."""
-    if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+    """``name`` if it is a valid tool name; else :class:`ToolDefinitionError` with a fix.
+
+    Valid: a letter, then letters, digits, ``_`` or ``-`` (the rule every provider accepts),
+    optionally in dotted parts (``Calendar.create_event``); at most 64 characters.
+    """
+    if (
+        not isinstance(name, str)
+        or len(name) > 64
+        or not (TOOL_NAME_PATTERN.match(name) or DOTTED_TOOL_NAME_PATTERN.match(name))
+    ):
         raise ToolDefinitionError(
             f"invalid tool name {name!r}: names must start with a letter and contain only "
-            "letters, digits, '_' or '-', at most 64 characters (the rule every provider "
-            f"accepts); for example {sanitize_tool_name(str(name))!r}"
+            "letters, digits, '_' or '-', optionally in dotted parts ('Calendar.create_event'), "
+            f"at most 64 characters; for example {sanitize_tool_name(str(name))!r}"
         )
     return name
 
@@ -178,6 +189,12 @@ class ToolDefinition:
                 f"tool {self.name!r}: the argument schema must be an object schema, "
                 f"got type {self.input_schema.get('type')!r}"
             )
+        if self.input_schema is not None:
+            from tooluse.tools.schema_safety import check_schema
+
+            # dangling or cyclic $ref, absurd depth, exponential patterns: refused now, with
+            # their path, rather than when a model's arguments hit them
+            check_schema(self.input_schema, self.name)
 
     def __hash__(self) -> int:  # the schema dicts are unhashable; equal tools share these
         return hash((self.name, self.description, self.is_terminal))
@@ -220,6 +237,7 @@ class ToolDefinition:
                 "injection_kinds": dict(described.injected),
                 "optional_injected": optional,
                 "field_names": described.field_names,
+                "positional_only": described.positional_only,
             },
             arguments_model=described.arguments_model,
         )
@@ -418,7 +436,8 @@ class ToolDefinition:
         """
         kwargs = self._call_kwargs(arguments, injected, call_id, validate)
         assert self.function is not None
-        result = self.function(**kwargs)
+        args = _positional_arguments(self.metadata.get("positional_only"), kwargs)
+        result = self.function(*args, **kwargs)
         if inspect.isawaitable(result):
             try:
                 asyncio.get_running_loop()
@@ -443,7 +462,8 @@ class ToolDefinition:
         """Async :meth:`invoke`: awaits coroutine tools, runs sync tools inline."""
         kwargs = self._call_kwargs(arguments, injected, call_id, validate)
         assert self.function is not None
-        result = self.function(**kwargs)
+        args = _positional_arguments(self.metadata.get("positional_only"), kwargs)
+        result = self.function(*args, **kwargs)
         if inspect.isawaitable(result):
             result = await result
         return result
@@ -457,6 +477,21 @@ class ToolDefinition:
         return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             type(fn).__call__  # type: ignore[operator]
         )
+
+
+def _positional_arguments(
+    positional: tuple[tuple[str, Any], ...] | None, kwargs: dict[str, Any]
+) -> list[Any]:
+    """Take the positional-only parameters out of ``kwargs``, in order (defaults fill gaps)."""
+    args: list[Any] = []
+    for name, default in positional or ():
+        if name in kwargs:
+            args.append(kwargs.pop(name))
+        elif default is not inspect.Parameter.empty:
+            args.append(default)
+        else:
+            break
+    return args
 
 
 async def _await(awaitable: Any) -> Any:

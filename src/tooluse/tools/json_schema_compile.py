@@ -10,11 +10,14 @@ so the fast path never accepts what the schema rejects.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic_core import SchemaValidator, core_schema
 
-__all__ = ["compile_json_schema"]
+from tooluse.tools.schema_safety import compile_pattern
+
+__all__ = ["FORMAT_CHECKS", "compile_json_schema", "format_ok"]
 
 # Keywords that never change what validates (annotations).
 _ANNOTATION_KEYWORDS = frozenset(
@@ -24,7 +27,7 @@ _ANNOTATION_KEYWORDS = frozenset(
         "default",
         "examples",
         "$comment",
-        "format",  # jsonschema does not assert formats by default either
+        "format",  # asserted only for the formats in FORMAT_CHECKS (see _typed)
         "readOnly",
         "writeOnly",
         "deprecated",
@@ -32,7 +35,10 @@ _ANNOTATION_KEYWORDS = frozenset(
         "contentEncoding",
         "$schema",
         "$id",
-        "nullable",  # OpenAPI annotation; never sent by JSON Schema validators
+        "nullable",  # rewritten into the type before compiling (json_schema_rewrite)
+        "example",  # OpenAPI
+        "optional",  # BFCL's marker; 'required' is what counts
+        "externalDocs",
     }
 )
 _TYPE_KEYWORDS = {
@@ -41,7 +47,7 @@ _TYPE_KEYWORDS = {
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
     "boolean": set(),
     "null": set(),
-    "array": {"items", "minItems", "maxItems"},
+    "array": {"items", "minItems", "maxItems", "prefixItems"},
     "object": {"properties", "required", "additionalProperties"},
 }
 
@@ -65,14 +71,56 @@ def compile_json_schema(schema: dict[str, Any]) -> SchemaValidator | None:
 
 
 def _pattern_check(pattern: str) -> Any:
-    regex = re.compile(pattern)
+    search = compile_pattern(pattern)  # linear time: patterns may come from any MCP server
 
     def check(value: str) -> str:
-        if regex.search(value) is None:
+        if not search(value):
             raise ValueError(f"string does not match pattern {pattern!r}")
         return value
 
     return check
+
+
+def _string_parser(schema: Any) -> Callable[[str], bool]:
+    validator = SchemaValidator(schema)
+
+    def ok(text: str) -> bool:
+        try:
+            validator.validate_strings(text, strict=True)  # type: ignore[arg-type]
+        except Exception:
+            return False
+        return True
+
+    return ok
+
+
+# The formats a function tool's own types give (datetime, date, time, timedelta, UUID),
+# checked the way those types parse them, so a raw-schema tool and a function tool with the
+# same schema accept the same strings.
+FORMAT_CHECKS: dict[str, Callable[[str], bool]] = {
+    "date-time": _string_parser(core_schema.datetime_schema()),
+    "date": _string_parser(core_schema.date_schema()),
+    "time": _string_parser(core_schema.time_schema()),
+    "duration": _string_parser(core_schema.timedelta_schema()),
+    "uuid": _string_parser(core_schema.uuid_schema()),
+}
+
+
+def format_ok(fmt: Any, value: Any) -> bool:
+    """Whether ``value`` satisfies the string ``format`` (unchecked formats always do)."""
+    check = FORMAT_CHECKS.get(fmt) if isinstance(fmt, str) else None
+    return check is None or not isinstance(value, str) or check(value)
+
+
+def _format_check(fmt: str) -> Any:
+    check = FORMAT_CHECKS[fmt]
+
+    def run(value: str) -> str:
+        if not check(value):
+            raise ValueError(f"string is not a valid {fmt}")
+        return value
+
+    return run
 
 
 def _enum_values(values: list[Any]) -> list[Any]:
@@ -93,7 +141,9 @@ class _Compiler:
             return core_schema.any_schema()
         if not isinstance(schema, dict):
             raise _Unsupported("boolean schema")
-        keys = set(schema) - _ANNOTATION_KEYWORDS
+        keys = {k for k in schema if not k.startswith("x-")} - _ANNOTATION_KEYWORDS
+        if schema.get("format") in FORMAT_CHECKS and schema.get("type") != "string":
+            raise _Unsupported("format outside a string schema")
         if "$ref" in keys:
             if keys != {"$ref"}:
                 raise _Unsupported("$ref with siblings")
@@ -111,7 +161,11 @@ class _Compiler:
                 allowed = [v for v in allowed if _json_type_matches(v, types)]
                 if not allowed:
                     raise _Unsupported("empty enum")
-            return core_schema.literal_schema(allowed)
+            literal = core_schema.literal_schema(allowed)
+            if any(isinstance(v, int) for v in allowed):
+                # a literal compares with ==: True and 2.0 would pass for 1 and 2
+                return core_schema.no_info_before_validator_function(_exact_number, literal)
+            return literal
         if "anyOf" in keys:
             if keys != {"anyOf"}:
                 raise _Unsupported("anyOf with siblings")
@@ -149,12 +203,16 @@ class _Compiler:
         if allowed is None or keys - allowed:
             raise _Unsupported(f"{kind}: {sorted(keys - (allowed or set()))}")
         if kind == "string":
-            out = core_schema.str_schema(
+            out: Any = core_schema.str_schema(
                 min_length=schema.get("minLength"), max_length=schema.get("maxLength"), strict=True
             )
             if "pattern" in schema:
-                return core_schema.no_info_after_validator_function(
+                out = core_schema.no_info_after_validator_function(
                     _pattern_check(schema["pattern"]), out
+                )
+            if schema.get("format") in FORMAT_CHECKS:
+                out = core_schema.no_info_after_validator_function(
+                    _format_check(schema["format"]), out
                 )
             return out
         if kind in ("integer", "number"):
@@ -181,13 +239,43 @@ class _Compiler:
             items = schema.get("items", True)
             if isinstance(items, list):
                 raise _Unsupported("tuple items")
+            if "prefixItems" in schema:
+                return self._tuple(schema, items)
             return core_schema.list_schema(
                 self.compile(items),
                 min_length=schema.get("minItems"),
                 max_length=schema.get("maxItems"),
                 strict=True,
             )
-        # object
+        return self._object(schema)
+
+    def _tuple(self, schema: dict[str, Any], items: Any) -> Any:
+        """``prefixItems`` when every position must be present (else JSON Schema allows a
+        shorter array, which a tuple validator would refuse: left to the reference)."""
+        prefix = schema["prefixItems"]
+        low = schema.get("minItems", 0)
+        if not isinstance(prefix, list) or not prefix or not isinstance(low, int):
+            raise _Unsupported("prefixItems")
+        if low < len(prefix):
+            raise _Unsupported("prefixItems with optional positions")
+        positions = [self.compile(p) for p in prefix]
+        variadic = None
+        if items is not False:
+            positions.append(self.compile(items))
+            variadic = len(prefix)
+        # lists come in (JSON arrays); the tuple validator reads them, the result is a list again
+        tuple_schema = core_schema.tuple_schema(
+            positions,
+            variadic_item_index=variadic,
+            min_length=low,
+            max_length=schema.get("maxItems"),
+        )
+        checked = core_schema.chain_schema(
+            [core_schema.list_schema(core_schema.any_schema(), strict=True), tuple_schema]
+        )
+        return core_schema.no_info_after_validator_function(_as_list, checked)
+
+    def _object(self, schema: dict[str, Any]) -> Any:
         props = schema.get("properties", {})
         required = set(schema.get("required", []))
         extra = schema.get("additionalProperties", True)
@@ -205,6 +293,16 @@ class _Compiler:
         return core_schema.typed_dict_schema(
             fields, extra_behavior="allow", extras_schema=extras, strict=True
         )
+
+
+def _exact_number(value: Any) -> Any:
+    if isinstance(value, (bool, float)):
+        raise ValueError("not one of the enum values")
+    return value
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value)
 
 
 def _json_type_matches(value: Any, types: list[str]) -> bool:

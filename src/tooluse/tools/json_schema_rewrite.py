@@ -14,6 +14,7 @@ __all__ = [
     "SCHEMA_MAP_KEYWORDS",
     "SCHEMA_VALUE_KEYWORDS",
     "clean_schema",
+    "honour_nullable",
     "inline_refs",
     "recursive_definitions",
     "resolve_ref",
@@ -204,3 +205,38 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """A generated schema made tidy for models: no titles, non-recursive ``$ref`` inlined."""
     untitled = _drop_title(_map_schema(schema, _drop_title))
     return inline_refs(untitled, keep=recursive_definitions(untitled))
+
+
+def _nullable_node(schema: dict[str, Any]) -> dict[str, Any]:
+    if schema.get("nullable") is not True:
+        return schema
+    out = {k: v for k, v in schema.items() if k != "nullable"}
+    kind = out.get("type")
+    if isinstance(kind, str):
+        out["type"] = [kind, "null"] if kind != "null" else kind
+        if isinstance(out.get("enum"), list) and None not in out["enum"]:
+            out["enum"] = [*out["enum"], None]
+    elif isinstance(kind, list):
+        out["type"] = kind if "null" in kind else [*kind, "null"]
+    elif kind is None and out:
+        out = {"anyOf": [out, {"type": "null"}]}
+    return out
+
+
+def honour_nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAPI's ``nullable: true`` (Gemini, older OpenAPI tools) as JSON Schema's ``null`` type.
+
+    JSON Schema validators ignore ``nullable``; a tool written for OpenAPI means it.
+    """
+    if '"nullable": true' not in _compact(schema):
+        return schema
+    return _nullable_node(_map_schema(schema, _nullable_node))
+
+
+def _compact(schema: dict[str, Any]) -> str:
+    import json
+
+    try:
+        return json.dumps(schema, default=str)
+    except (TypeError, ValueError):
+        return '"nullable": true'

@@ -21,7 +21,16 @@ from tooluse.tools.definition import ToolDefinition
 from tooluse.tools.normalise import as_tool
 from tooluse.tools.registry import DEFAULT_REGISTRY, ToolRegistry
 
-__all__ = ["ToolManager", "tool_calls_of"]
+__all__ = ["ToolManager", "UnknownToolError", "tool_calls_of"]
+
+
+class UnknownToolError(ToolNotFoundError, ValueError):
+    """A call names a tool the manager does not hold (a ``ValueError`` too, as in Mesa-LLM)."""
+
+
+def _text_output(name: str, output: Any) -> str:
+    # Mesa-LLM answers a tool that returns nothing with this sentence, not an empty text
+    return f"{name} executed successfully" if output is None else render_output(output)
 
 
 def _field(obj: Any, name: str, default: Any = None) -> Any:
@@ -140,7 +149,7 @@ class ToolManager:
         """The definition of a registered tool; raises :class:`ToolNotFoundError`."""
         found = self._definitions.get(name)
         if found is None:
-            raise ToolNotFoundError(name, list(self._definitions))
+            raise UnknownToolError(name, list(self._definitions))
         return found
 
     def get_tool_schema(self, fn: Any, schema_name: str) -> dict[str, Any]:
@@ -160,15 +169,26 @@ class ToolManager:
             names = list(selected_tools)
         return [self.definition(name).to_openai_schema() for name in names]
 
-    def call(self, name: str, arguments: Any, *, agent: Any = None) -> str:
+    def call(self, name: str, arguments: Any = None, *, agent: Any = None) -> str:
         """Run one tool with validated arguments; returns its output as text.
 
-        ``agent`` is injected into tools that take one. Raises :class:`ToolNotFoundError`,
-        ``ToolArgumentError`` or what the tool raised.
+        ``agent`` is injected into tools that take one; as in Mesa-LLM it may also come inside
+        ``arguments`` (``call("move", {"agent": a, "direction": "North"})``). A tool returning
+        ``None`` answers ``"<name> executed successfully"``. Raises :class:`UnknownToolError`
+        (also a ``ValueError``), ``ToolArgumentError`` or what the tool raised.
         """
+        definition = self.definition(name)
+        if (
+            isinstance(arguments, Mapping)
+            and "agent" in arguments
+            and "agent" not in (definition.parameters_schema.get("properties") or {})
+        ):
+            arguments = dict(arguments)
+            given = arguments.pop("agent")
+            agent = given if agent is None else agent
         injected = {"agent": agent} if agent is not None else None
-        output = self.definition(name).invoke(arguments, injected=injected)
-        return render_output(output)
+        output = definition.invoke(arguments, injected=injected)
+        return _text_output(name, output)
 
     def _result(self, call: ToolCall, output: str, is_error: bool) -> dict[str, Any]:
         return {
@@ -225,7 +245,7 @@ class ToolManager:
                 output = definition.invoke(
                     arguments, injected=injected, call_id=call.id, validate=False
                 )
-                results[index] = self._result(call, render_output(output), False)
+                results[index] = self._result(call, _text_output(call.name, output), False)
             except Exception as exc:  # a failing tool must not break the other calls
                 results[index] = self._error(call, exc)
         if pending:
@@ -237,7 +257,7 @@ class ToolManager:
                         raise outcome
                     results[index] = self._error(call, outcome)
                 else:
-                    results[index] = self._result(call, render_output(outcome), False)
+                    results[index] = self._result(call, _text_output(call.name, outcome), False)
         return [r for r in results if r is not None]
 
     def call_tools(self, agent: Any, llm_response: Any) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ restores the default at validation.
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +103,14 @@ class _NotStrict(Exception):
     pass
 
 
+def _json(value: Any) -> str:
+    """A value as the model reads it: JSON, never a Python repr."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return json.dumps(str(value))
+
+
 def _note(schema: dict[str, Any], text: str) -> None:
     """Mention a dropped constraint in the description, so the model still sees it."""
     desc = schema.get("description", "")
@@ -139,6 +148,15 @@ def _strict_node(node: dict[str, Any], path: str, changes: list[SchemaChange]) -
             continue
         if key == "default":
             continue  # handled by the parent (optional -> nullable)
+        if key == "prefixItems" and isinstance(value, list):
+            out["items"] = _strict_tuple_items(value, node, path, changes)
+            if value:
+                out["minItems"] = node.get("minItems", len(value))
+                if node.get("items") is False or "maxItems" in node or "items" not in node:
+                    out["maxItems"] = node.get("maxItems", len(value))
+            continue
+        if key == "items" and "prefixItems" in node:
+            continue  # folded into the tuple rewrite above
         if key not in _STRICT_ALLOWED:
             changes.append(
                 SchemaChange(path=path, keyword=key, action="dropped", detail=repr(value)[:80])
@@ -155,6 +173,8 @@ def _strict_node(node: dict[str, Any], path: str, changes: list[SchemaChange]) -
             out[key] = _strict_node(value, f"{path}/items", changes)
         elif key in ("$defs", "definitions") and isinstance(value, dict):
             out[key] = {k: _strict_node(v, f"{path}/{key}/{k}", changes) for k, v in value.items()}
+        elif key == "description" and "description" in out:
+            out[key] = f"{value} {out[key]}"  # keep the notes on dropped keywords
         elif key != "properties":
             out[key] = copy.deepcopy(value)
     if "$ref" in out and len(set(out) - {"description", "title"}) > 1:
@@ -184,7 +204,7 @@ def _strict_node(node: dict[str, Any], path: str, changes: list[SchemaChange]) -
                         if desc:
                             sub_out["description"] = desc
                 if "default" in sub:
-                    _note(sub_out, f"default: {default!r}; send null for the default")
+                    _note(sub_out, f"default: {_json(default)}; send null for the default")
                 changes.append(
                     SchemaChange(
                         path=f"{path}/properties/{name}",
@@ -205,6 +225,45 @@ def _strict_node(node: dict[str, Any], path: str, changes: list[SchemaChange]) -
         out["additionalProperties"] = False
         out["type"] = "object"
     return out
+
+
+def _strict_tuple_items(
+    prefix: list[Any], node: dict[str, Any], path: str, changes: list[SchemaChange]
+) -> dict[str, Any]:
+    """A tuple's positions as one strict ``items`` schema (strict mode has no prefixItems).
+
+    Same type everywhere: that type, with the length fixed by min/maxItems (lossless). Mixed
+    types: ``anyOf`` the position types, the order said in the description; validation still
+    checks each position against the neutral schema.
+    """
+    subs = [
+        _strict_node(v, f"{path}/prefixItems/{i}", changes) if isinstance(v, dict) else {}
+        for i, v in enumerate(prefix)
+    ]
+    distinct: list[dict[str, Any]] = []
+    for sub in subs:
+        if sub not in distinct:
+            distinct.append(sub)
+    if len(distinct) == 1:
+        changes.append(
+            SchemaChange(
+                path=path,
+                keyword="prefixItems",
+                action="rewritten",
+                detail=f"as items with exactly {len(prefix)} items",
+            )
+        )
+        return distinct[0]
+    order = ", ".join(str(s.get("type", "value")) for s in subs)
+    changes.append(
+        SchemaChange(
+            path=path,
+            keyword="prefixItems",
+            action="rewritten",
+            detail=f"as items anyOf the position types; order noted in the description: {order}",
+        )
+    )
+    return {"anyOf": distinct, "description": f"items in this order: {order}"}
 
 
 def to_strict_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], list[SchemaChange]]:
@@ -284,7 +343,7 @@ def _gemini_node(
                         path=path, keyword="enum", action="dropped", detail="non-string values"
                     )
                 )
-                _note(out, "one of " + ", ".join(repr(v) for v in value))
+                _note(out, "allowed values: " + ", ".join(_json(v) for v in value))
         elif key == "format":
             t = node.get("type")
             if value in _GEMINI_FORMATS.get(t if isinstance(t, str) else "", set()):
@@ -310,6 +369,26 @@ def _gemini_node(
             continue
         elif key == "examples" and isinstance(value, list) and value:
             out["example"] = value[0]
+        elif key == "prefixItems" and isinstance(value, list) and value:
+            subs = [
+                _gemini_node(v, root, f"{path}/prefixItems/{i}", changes, depth)
+                for i, v in enumerate(value)
+                if isinstance(v, dict)
+            ]
+            distinct = [v for i, v in enumerate(subs) if v not in subs[:i]]
+            out["items"] = distinct[0] if len(distinct) == 1 else {"anyOf": distinct}
+            out.setdefault("minItems", len(value))
+            out.setdefault("maxItems", len(value))
+            order = ", ".join(str(v.get("type", "value")) for v in subs)
+            if len(distinct) > 1:
+                _note(out, f"items in this order: {order}")
+            changes.append(
+                SchemaChange(path=path, keyword="prefixItems", action="rewritten", detail=order)
+            )
+        elif key == "items" and "prefixItems" in node:
+            continue
+        elif key == "description" and "description" in out:
+            out[key] = f"{value} {out[key]}"  # keep the notes on dropped keywords
         elif key not in _GEMINI_ALLOWED:
             if key == "additionalProperties" and value is False:
                 continue  # closing an object is the default reading for function arguments
@@ -353,7 +432,19 @@ def _export(definition: ToolDefinition, provider: str, *, strict: bool) -> Schem
         except SchemaExportError as exc:
             # documented fallback: the tool is sent non-strict, and the report says why
             changes = [SchemaChange(path="", keyword="strict", action="dropped", detail=str(exc))]
-    name, description = definition.name, definition.description
+    from tooluse.tools.tool_names import provider_tool_name
+
+    name, description = provider_tool_name(definition.name, provider), definition.description
+    if name != definition.name:
+        changes = [
+            *changes,
+            SchemaChange(
+                path="",
+                keyword="name",
+                action="rewritten",
+                detail=f"{definition.name} -> {name} (the provider's name rule)",
+            ),
+        ]
     if provider == "openai":
         function: dict[str, Any] = {"name": name, "description": description, "parameters": params}
         if strict:
@@ -381,7 +472,8 @@ def _export(definition: ToolDefinition, provider: str, *, strict: bool) -> Schem
             spec["strict"] = True
         schema = {"toolSpec": spec}
     elif provider == "gemini":
-        gemini_params, changes = to_gemini_parameters(params)
+        gemini_params, gemini_changes = to_gemini_parameters(params)
+        changes = [*changes, *gemini_changes]
         schema = {"name": name, "description": description}
         if gemini_params.get("properties"):
             schema["parameters"] = gemini_params

@@ -8,12 +8,19 @@ It speaks just enough JSON-RPC to be connected to, then:
 - answers ``ok`` normally.
 
 With ``--die-on-start`` it writes a message to stderr and exits before reading anything.
+Further options: ``--pid-file PATH`` (writes its pid there first), ``--hang-on-init`` (never
+answers ``initialize``, ignoring SIGTERM), ``--error-on METHOD`` (answers that method with a
+JSON-RPC error), ``--bad-tools`` (also advertises tools with a missing, non-object, very deep
+and dangling-``$ref`` input schema) and a ``huge`` tool answering ``{"mb": N}`` megabytes.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import time
 
 PROTOCOL = "2025-11-25"
 
@@ -34,6 +41,32 @@ TOOLS = [
         "description": "Returns several content kinds.",
         "inputSchema": {"type": "object"},
     },
+    {
+        "name": "huge",
+        "description": "Returns `mb` megabytes of text.",
+        "inputSchema": {"type": "object", "properties": {"mb": {"type": "integer"}}},
+    },
+]
+
+DEEP = 40  # 80+ nested containers: beyond any real tool, yet parseable as JSON
+
+
+def deep_schema() -> str:
+    inner = '{"type": "object", "properties": {"x": ' * DEEP + '{"type": "string"}' + "}}" * DEEP
+    return inner
+
+
+BAD_TOOLS = [
+    {"name": "no_schema", "description": "No input schema at all."},
+    {"name": "string_schema", "description": "A string schema.", "inputSchema": "anything"},
+    {
+        "name": "dangling_ref",
+        "description": "Refers to a definition that is not there.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"x": {"$ref": "#/$defs/missing"}},
+        },
+    },
 ]
 
 
@@ -48,7 +81,9 @@ def error(request_id: object, code: int, message: str) -> None:
     sys.stdout.flush()
 
 
-def call_result(name: str) -> object:
+def call_result(name: str, arguments: dict) -> object:
+    if name == "huge":
+        return {"content": [{"type": "text", "text": "h" * (arguments.get("mb", 1) * 1_000_000)}]}
     if name == "ok":
         return {"content": [{"type": "text", "text": "fine"}], "isError": False}
     if name == "garbled":
@@ -64,7 +99,25 @@ def call_result(name: str) -> object:
     return None
 
 
+def option(name: str) -> str | None:
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
+
+
+def tools_payload() -> str:
+    tools = json.dumps(TOOLS + (BAD_TOOLS if "--bad-tools" in sys.argv else []))
+    if "--bad-tools" in sys.argv:
+        deep = '{"name": "deep_schema", "description": "Nested very deep.", "inputSchema": '
+        tools = tools[:-1] + ", " + deep + deep_schema() + "}]"
+    return '{"tools": ' + tools + "}"
+
+
 def main() -> None:
+    pid_file = option("--pid-file")
+    if pid_file:
+        with open(pid_file + ".tmp", "w") as handle:
+            handle.write(str(os.getpid()))
+        os.replace(pid_file + ".tmp", pid_file)
+    failing = option("--error-on")
     if "--die-on-start" in sys.argv:
         sys.stderr.write("fatal: configuration file missing\n")
         sys.stderr.flush()
@@ -75,7 +128,14 @@ def main() -> None:
         request_id = message.get("id")
         if request_id is None:
             continue  # a notification
-        if method == "initialize":
+        if method == failing:
+            error(request_id, -32000, f"database is down (while handling {method})")
+        elif method == "initialize" and "--hang-on-init" in sys.argv:
+            # Survives SIGTERM, leaving a note that it got one: a client that stops a hung
+            # server must SIGKILL it, not wait out a polite shutdown.
+            signal.signal(signal.SIGTERM, lambda *_: open(f"{pid_file}.sigterm", "w").close())
+            time.sleep(600)
+        elif method == "initialize":
             reply(
                 request_id,
                 {
@@ -85,9 +145,12 @@ def main() -> None:
                 },
             )
         elif method == "tools/list":
-            reply(request_id, {"tools": TOOLS})
+            text = '{"jsonrpc": "2.0", "id": ' + json.dumps(request_id) + ', "result": '
+            sys.stdout.write(text + tools_payload() + "}\n")
+            sys.stdout.flush()
         elif method == "tools/call":
-            result = call_result(message["params"]["name"])
+            params = message["params"]
+            result = call_result(params["name"], params.get("arguments") or {})
             if result is None:
                 error(request_id, -32602, f"Unknown tool: {message['params']['name']}")
             else:

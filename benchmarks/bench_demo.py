@@ -1,0 +1,65 @@
+"""How often ``tooluse demo`` answers its questions right on the embedded model.
+
+The demo runs at temperature 0 (the same answers every run); to see how robust those answers
+are, the same questions also run 10 times at temperature 0.7 with seeds 0-9. Each mode is
+measured with the demo's argument check and without it (the calculator then gets what the
+model wrote), so the table shows what the check is worth.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tooluse import SamplingParams, run
+from tooluse.cli.local_cmd import DEMO_QUESTIONS, expected_answer
+from tooluse.local import LlamaCppBackend
+from tooluse.local.demo_tools import demo_tools, expression_check
+
+SEEDS = range(10)
+
+
+def ask(backend: Any, question: str, *, temperature: float, seed: int, helped: bool) -> bool:
+    result = run(
+        backend,
+        question,
+        tools=demo_tools(),
+        params=SamplingParams(max_tokens=96, temperature=temperature, seed=seed),
+        max_tool_iters=2,
+        before_tool_call=expression_check(question) if helped else None,
+    )
+    expected = expected_answer(question, result)
+    return expected is None or expected.lower() in result.final_text.lower()
+
+
+def main() -> dict[str, Any]:
+    backend = LlamaCppBackend.default(n_ctx=2048)
+    figures: dict[str, Any] = {}
+    started = time.perf_counter()
+    for helped in (True, False):
+        label = "helped" if helped else "unhelped"
+        greedy = {
+            q: ask(backend, q, temperature=0.0, seed=0, helped=helped) for q in DEMO_QUESTIONS
+        }
+        sampled = {
+            q: sum(ask(backend, q, temperature=0.7, seed=s, helped=helped) for s in SEEDS)
+            for q in DEMO_QUESTIONS
+        }
+        figures[label] = {"temperature_0": greedy, "temperature_0.7_of_10": sampled}
+    figures["seconds"] = round(time.perf_counter() - started, 1)
+    backend.close()
+    print(
+        f"{'question':34}{'t=0 helped':>12}{'t=0 plain':>11}{'t=0.7 helped':>14}{'t=0.7 plain':>13}"
+    )
+    for q in DEMO_QUESTIONS:
+        h, u = figures["helped"], figures["unhelped"]
+        print(
+            f"{q:34}{'right' if h['temperature_0'][q] else 'wrong':>12}"
+            f"{'right' if u['temperature_0'][q] else 'wrong':>11}"
+            f"{h['temperature_0.7_of_10'][q]:>11}/10{u['temperature_0.7_of_10'][q]:>10}/10"
+        )
+    return figures
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+"""``tooluse serve`` vs ``python -m llama_cpp.server`` on the same GGUF (the embedded SmolLM2),
+same context and threads, one server at a time, through the same OpenAI-API HTTP requests:
+
+1. generation tokens/s (plain text, no tools, fixed token count, temperature 0);
+2. time to the first streamed content chunk;
+3. tool calls on a fixed set of 12 questions with 3 tools (``tool_choice="auto"``): how many
+   replies hold a call, how many of those calls are valid (JSON arguments that satisfy the
+   tool's schema) and how many name the right tool.
+
+llama-cpp-python's server uses its ``chatml-function-calling`` format, the one it offers for
+ChatML models such as SmolLM2.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tooluse import ToolDefinition
+from tooluse.errors import ToolArgumentError
+from tooluse.local.model_files import default_model_path
+
+N_CTX, THREADS = 4096, 2
+TEXT_PROMPTS = (
+    "Write a short paragraph about the sea.",
+    "Explain what a compiler does.",
+    "Describe a walk in the forest.",
+)
+GEN_TOKENS = 96
+
+
+def _tool(name: str, description: str, prop: str, prop_description: str) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {prop: {"type": "string", "description": prop_description}},
+                "required": [prop],
+            },
+        },
+    }
+
+
+TOOLS = [
+    _tool("get_weather", "Current weather for a city.", "city", "City name, e.g. Paris"),
+    _tool(
+        "get_time", "Current local time in a timezone.", "timezone", "IANA name, e.g. Asia/Tokyo"
+    ),
+    _tool("calculate", "Evaluate an arithmetic expression.", "expression", "e.g. 12 * 7"),
+]
+QUESTIONS = (
+    ("What's the weather in Paris?", "get_weather"),
+    ("Is it raining in London right now?", "get_weather"),
+    ("How warm is it in Madrid today?", "get_weather"),
+    ("Weather forecast for Tokyo?", "get_weather"),
+    ("What time is it in Tokyo?", "get_time"),
+    ("Current time in New York?", "get_time"),
+    ("What's the local time in Berlin?", "get_time"),
+    ("Tell me the time in Sydney.", "get_time"),
+    ("What is 12 * 7?", "calculate"),
+    ("Compute 345 + 678.", "calculate"),
+    ("How much is 9 divided by 3?", "calculate"),
+    ("What is 2 to the power of 10?", "calculate"),
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start(command: list[str], health: str, log: Path) -> subprocess.Popen:
+    process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited: {log.read_text()[-1500:]}")
+        try:
+            if httpx.get(health, timeout=1).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    process.kill()
+    raise RuntimeError("server did not start")
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def measure(base: str, model: str) -> dict[str, Any]:
+    client = httpx.Client(base_url=base, timeout=300)
+    client.post(  # warm-up: loads the model, fills caches
+        "/chat/completions",
+        json={"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4},
+    ).raise_for_status()
+    rates, ttfts = [], []
+    for prompt in TEXT_PROMPTS:
+        body = {
+            "model": model,
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": GEN_TOKENS,
+            "temperature": 0.0,
+        }
+        started = time.perf_counter()
+        reply = client.post("/chat/completions", json=body).json()
+        elapsed = time.perf_counter() - started
+        rates.append(reply["usage"]["completion_tokens"] / elapsed)
+        started = time.perf_counter()
+        with client.stream("POST", "/chat/completions", json={**body, "stream": True}) as r:
+            for line in r.iter_lines():
+                if line.startswith("data: {"):
+                    delta = json.loads(line[6:])["choices"]
+                    if delta and delta[0]["delta"].get("content"):
+                        ttfts.append(time.perf_counter() - started)
+                        break
+    definitions = {
+        t["function"]["name"]: ToolDefinition.from_schema(
+            t["function"]["name"], t["function"]["parameters"]
+        )
+        for t in TOOLS
+    }
+    called = valid = right = 0
+    started = time.perf_counter()
+    for question, expected in QUESTIONS:
+        body = {
+            "model": model,
+            "messages": [{"role": "user", "content": question}],
+            "tools": TOOLS,
+            "tool_choice": "auto",
+            "max_tokens": 64,
+            "temperature": 0.0,
+        }
+        reply = client.post("/chat/completions", json=body)
+        if reply.status_code != 200:
+            continue
+        calls = reply.json()["choices"][0]["message"].get("tool_calls") or []
+        if not calls:
+            continue
+        called += 1
+        function = calls[0]["function"]
+        tool = definitions.get(function["name"])
+        try:
+            assert tool is not None
+            tool.validate_arguments(json.loads(function["arguments"]))
+            valid += 1
+        except (AssertionError, ValueError, ToolArgumentError):
+            pass
+        right += function["name"] == expected
+    return {
+        "tokens_per_s": round(statistics.median(rates), 1),
+        "ttft_s": round(statistics.median(ttfts), 3) if ttfts else None,
+        "questions": len(QUESTIONS),
+        "replies_with_call": called,
+        "valid_calls": valid,
+        "right_tool": right,
+        "tool_seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def main() -> dict[str, Any]:
+    gguf = str(default_model_path())
+    logs = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    figures: dict[str, Any] = {}
+    port = free_port()
+    ours = start(
+        [
+            str(Path(sys.executable).with_name("tooluse")),
+            "serve",
+            "--model",
+            "local",
+            "--port",
+            str(port),
+        ],
+        f"http://127.0.0.1:{port}/health",
+        logs / "tooluse.log",
+    )
+    try:
+        figures["tooluse_serve"] = measure(f"http://127.0.0.1:{port}/v1", "local")
+    finally:
+        stop(ours)
+    port = free_port()
+    theirs = start(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            gguf,
+            "--port",
+            str(port),
+            "--n_ctx",
+            str(N_CTX),
+            "--n_threads",
+            str(THREADS),
+            "--chat_format",
+            "chatml-function-calling",
+        ],
+        f"http://127.0.0.1:{port}/v1/models",
+        logs / "llama_cpp.log",
+    )
+    try:
+        figures["llama_cpp_server"] = measure(f"http://127.0.0.1:{port}/v1", "local")
+    finally:
+        stop(theirs)
+    a, b = figures["tooluse_serve"], figures["llama_cpp_server"]
+    figures["tokens_per_s_ratio"] = round(a["tokens_per_s"] / b["tokens_per_s"], 3)
+    if a["ttft_s"] and b["ttft_s"]:
+        figures["ttft_ratio"] = round(a["ttft_s"] / b["ttft_s"], 3)
+    print(f"{'':22}{'tooluse serve':>16}{'llama_cpp.server':>18}{'ratio':>8}")
+    print(
+        f"{'generation tok/s':22}{a['tokens_per_s']:>16}{b['tokens_per_s']:>18}{figures['tokens_per_s_ratio']:>8}"
+    )
+    print(
+        f"{'time to first token s':22}{a['ttft_s']!s:>16}{b['ttft_s']!s:>18}{figures.get('ttft_ratio', '-')!s:>8}"
+    )
+    for key in ("replies_with_call", "valid_calls", "right_tool"):
+        print(f"{key + ' /12':22}{a[key]:>16}{b[key]:>18}")
+    return figures
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(), indent=2))

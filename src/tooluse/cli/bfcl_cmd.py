@@ -1,0 +1,226 @@
+"""``tooluse eval bfcl``: function-calling accuracy on real BFCL data (or the shipped sample).
+
+::
+
+    tooluse eval bfcl -m local -c simple_python,parallel --sample 20 --seed 0 --out runs/a
+    tooluse eval bfcl -m local -c live_multiple --tools-top-k 5 --engine ray --workers 2 --out runs/b
+    tooluse eval bfcl -m local --limit 2          # the shipped 21-entry sample, offline
+
+Results land in ``DIR/results.jsonl`` as each entry finishes, and ``DIR/summary.json``; the
+same command on the same DIR resumes. Everything that can be checked (data files, options,
+the model string, the format) is checked before the first model call.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+
+
+def _categories(values: list[str]) -> list[str]:
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
+
+
+def _load_entries(
+    categories: list[str], data: Path | None, answers: Path | None, shipped: bool
+) -> list[Any]:
+    from tooluse.evals.bfcl_data import (
+        NO_ANSWER_CATEGORIES,
+        category_of,
+        load_bfcl_categories,
+        load_bfcl_entries,
+        load_sample,
+    )
+
+    if answers is not None and data is None:
+        raise ValueError("--answers needs --data (the prompt file it answers)")
+    if data is not None:
+        if not data.is_file():
+            raise FileNotFoundError(f"data file {data} does not exist")
+        if answers is not None and not answers.is_file():
+            raise FileNotFoundError(f"answers file {answers} does not exist")
+        category = category_of("", data)
+        if answers is None and category not in NO_ANSWER_CATEGORIES:
+            raise ValueError(f"{data.name} needs its answers file: pass --answers")
+        entries = load_bfcl_entries(data, answers)
+        if categories:
+            entries = [e for e in entries if e.category in categories]
+        return entries
+    if shipped or not categories:
+        return load_sample(categories or None)
+    return load_bfcl_categories(categories)
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """A plain-text table: one row per category, then the totals and error types."""
+    lines = [
+        f"BFCL evaluation of {summary['model']}",
+        f"{'category':<24}{'correct':>9}{'accuracy':>10}",
+    ]
+    for name, score in summary["categories"].items():
+        counts = f"{score['correct']}/{score['total']}"
+        lines.append(f"{name:<24}{counts:>9}{score['accuracy']:>10.1%}")
+    total = f"{summary['correct']}/{summary['total']}"
+    lines.append(f"{'all entries':<24}{total:>9}{summary['accuracy']:>10.1%}")
+    if summary.get("ast_mean") is not None:
+        lines.append(f"{'AST mean (no irr.)':<24}{'':>9}{summary['ast_mean']:>10.1%}")
+    for name, count in sorted(summary["error_types"].items()):
+        lines.append(f"  error {name}: {count}")
+    if summary.get("unconvertible"):
+        lines.append(f"  not expressible as tools: {', '.join(summary['unconvertible'])}")
+    if summary.get("items_per_minute"):
+        lines.append(f"  {summary['items_per_minute']:.1f} items/min")
+    return "\n".join(lines)
+
+
+def _check_model(model: str, format: str | None) -> None:
+    """Fail before any work on a model string or format that cannot load (exit 2)."""
+    if format is not None:
+        from tooluse.formats import get_parser
+
+        try:
+            get_parser(format)
+        except KeyError as exc:
+            typer.echo(f"error: {exc.args[0]}", err=True)
+            raise typer.Exit(2) from None
+    try:
+        if model in ("local", "local:default", "local:"):
+            from tooluse.local.model_files import default_model_path
+
+            default_model_path()
+        else:
+            from tooluse.evals.bfcl_job import load_backend
+
+            load_backend(model)
+    except Exception as exc:  # a bad model string or a missing extra: say so, exit 2
+        typer.echo(f"error: cannot load model {model!r}: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def register_bfcl_command(eval_app: typer.Typer) -> None:
+    """Attach ``bfcl`` to the ``tooluse eval`` group."""
+
+    @eval_app.command("bfcl")
+    def bfcl_command(
+        model: str = typer.Option(
+            ...,
+            "--model",
+            "-m",
+            help="'local' (embedded model) or a model string like openai:gpt-4o.",
+        ),
+        category: list[str] = typer.Option(
+            [],
+            "--category",
+            "-c",
+            help="BFCL v4 categories (comma-separated or repeated), e.g. simple_python,live_multiple; "
+            "without it, the shipped sample.",
+        ),
+        data: Path | None = typer.Option(None, "--data", help="A BFCL prompt file (JSON Lines)."),
+        answers: Path | None = typer.Option(None, "--answers", help="The answer file for --data."),
+        shipped: bool = typer.Option(
+            False, "--shipped", help="Use the shipped sample even with --category."
+        ),
+        sample: int | None = typer.Option(
+            None, "--sample", min=1, help="A random sample of N entries per category."
+        ),
+        seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
+        limit: int | None = typer.Option(
+            None, "--limit", "-n", min=1, help="The first N entries per category (after --sample)."
+        ),
+        tool_choice: str = typer.Option("auto", "--tool-choice", help="auto or required."),
+        parallel: bool | None = typer.Option(
+            None,
+            "--parallel/--no-parallel",
+            help="Allow parallel calls [default: only in parallel categories].",
+        ),
+        constrained: bool = typer.Option(
+            True, "--constrained/--no-constrained", help="Grammar-constrained calls (local model)."
+        ),
+        format: str | None = typer.Option(
+            None, "--format", "-f", help="Text tool-call format for models without native calls."
+        ),
+        prompt_style: str = typer.Option(
+            "native", "--prompt-style", help="native (tools as the backend takes them) or bfcl."
+        ),
+        max_tokens: int | None = typer.Option(None, "--max-tokens", min=1),
+        temperature: float = typer.Option(0.0, "--temperature"),
+        tools_top_k: int | None = typer.Option(
+            None, "--tools-top-k", min=1, help="Offer only the K most relevant tools (BM25)."
+        ),
+        out: Path | None = typer.Option(
+            None, "--out", help="Run directory: results.jsonl + summary.json; resumes."
+        ),
+        output: Path | None = typer.Option(
+            None, "--output", "-o", help="Also write the summary and every record as one JSON."
+        ),
+        engine: str = typer.Option("local", "--engine", help="local or ray."),
+        address: str | None = typer.Option(None, "--address", help="Ray cluster address."),
+        workers: int | None = typer.Option(None, "--workers", min=1, help="Ray workers."),
+        concurrency: int = typer.Option(1, "--concurrency", min=1, help="Local worker threads."),
+        item_timeout: float | None = typer.Option(
+            None, "--item-timeout", help="Seconds per entry before it is recorded as timed out."
+        ),
+        progress: bool = typer.Option(True, "--progress/--no-progress"),
+    ) -> None:
+        """Score a model on BFCL entries: accuracy per category, results as they happen."""
+        from tooluse.evals.bfcl_data import select_entries
+        from tooluse.evals.bfcl_job import BFCLOptions, run_bfcl_job
+        from tooluse.evals.engine import EngineError
+
+        def fail(message: str, code: int = 2) -> typer.Exit:
+            typer.echo(f"error: {message}", err=True)
+            return typer.Exit(code)
+
+        if engine not in ("local", "ray"):
+            raise fail(f"unknown engine {engine!r}; use local or ray")
+        try:
+            options = BFCLOptions(
+                tool_choice=tool_choice,  # type: ignore[arg-type]
+                parallel=parallel,
+                constrained=constrained,
+                format=format,
+                prompt_style=prompt_style,  # type: ignore[arg-type]
+                max_tokens=max_tokens,
+                temperature=temperature,
+                tools_top_k=tools_top_k,
+            )
+            entries = _load_entries(_categories(category), data, answers, shipped)
+            entries = select_entries(entries, sample=sample, seed=seed, limit=limit)
+        except (OSError, ValueError) as exc:
+            raise fail(str(exc)) from None
+        if not entries:
+            raise fail("no entries to run (an empty category or filter)")
+        _check_model(model, format)
+        with tempfile.TemporaryDirectory(prefix="tooluse-bfcl-") as scratch:
+            try:
+                summary = run_bfcl_job(
+                    entries,
+                    model,
+                    options,
+                    out if out is not None else scratch,
+                    engine=engine,  # type: ignore[arg-type]
+                    concurrency=concurrency,
+                    workers=workers,
+                    ray_address=address,
+                    progress=progress,
+                    item_timeout=item_timeout,
+                )
+            except EngineError as exc:
+                raise fail(str(exc), 1) from None
+            records_path = Path(out if out is not None else scratch) / "results.jsonl"
+            if output is not None:
+                from tooluse.evals.engine import read_results
+
+                wanted = {e.id for e in entries}
+                rows = [r for k, r in read_results(records_path).items() if k in wanted]
+                payload = {**summary, "entries": rows}
+                output.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        typer.echo(format_summary(summary))
+        if out is not None:
+            typer.echo(f"results in {out}/results.jsonl, summary in {out}/summary.json")
+        if output is not None:
+            typer.echo(f"report written to {output}")

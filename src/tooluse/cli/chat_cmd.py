@@ -1,0 +1,172 @@
+"""``tooluse chat``: a terminal chat with a model that can call the tools of a Python file.
+
+Text streams as it is generated; tool calls show as they start and finish; line editing and
+history come from readline. Ctrl-C stops the current generation (the turn is dropped); Ctrl-C
+or Ctrl-D at the prompt ends the chat. The exit code is 1 when every turn failed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+STOP_REASONS = {
+    "max_tool_iters": "the tool-round limit was reached (--max-tool-iters)",
+    "repeated_calls": "the model repeated the same call",
+    "cancelled": "cancelled",
+    "terminal_tool": "a terminal tool ended the turn",
+}
+
+
+class TurnPrinter:
+    """Prints one turn's loop events as they come: streamed text, calls and their results."""
+
+    def __init__(self, console: Any) -> None:
+        self.console = console
+        self.streamed = ""
+        self._open_line = False
+
+    def __call__(self, event: Any) -> None:
+        from tooluse.events import TextDelta
+        from tooluse.loop import ModelTurnFinished, ToolExecutionFinished, ToolExecutionStarted
+
+        if isinstance(event, TextDelta) and event.text:
+            if not self._open_line:
+                self.console.print("[bold magenta]assistant>[/] ", end="")
+                self._open_line = True
+            self.console.print(event.text, end="", markup=False, highlight=False)
+            self.streamed += event.text
+        elif isinstance(event, ModelTurnFinished):
+            self.end_line()
+        elif isinstance(event, ToolExecutionStarted):
+            self.end_line()
+            args = ", ".join(f"{k}={v!r}" for k, v in event.call.arguments.items())
+            self.console.print(f"  [cyan]→ call[/] {event.call.name}({args})", markup=True)
+        elif isinstance(event, ToolExecutionFinished):
+            style = "red" if event.result.is_error else "green"
+            output = event.result.output
+            short = output if len(output) <= 200 else output[:197] + "..."
+            self.console.print(f"  [{style}]← result[/] ", end="")
+            self.console.print(short, markup=False, highlight=False)
+
+    def end_line(self) -> None:
+        if self._open_line:
+            self.console.print()
+            self._open_line = False
+
+
+def _line_editing(history_file: Path | None) -> None:
+    """Arrow keys, editing and history for ``input()`` (readline, where Python has it)."""
+    try:
+        import readline
+    except ImportError:  # pragma: no cover - Windows without pyreadline
+        return
+    if history_file is not None:
+        history_file.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            readline.read_history_file(history_file)
+        except OSError:
+            pass
+        import atexit
+
+        readline.set_history_length(1000)
+        atexit.register(readline.write_history_file, history_file)
+
+
+def chat(
+    model: str = typer.Option(
+        "local", "--model", "-m", help="local, llama-cpp:PATH, openai:MODEL, anthropic:MODEL..."
+    ),
+    tools: Path = typer.Option(None, "--tools", "-t", help="A Python file with @tool functions."),
+    system: str = typer.Option(None, "--system", help="System prompt."),
+    max_tokens: int = typer.Option(256, help="Tokens per model turn."),
+    max_tool_iters: int = typer.Option(4, min=0, help="Tool rounds allowed per message."),
+    log: bool = typer.Option(True, "--log/--no-log", help="Record each turn in the run log."),
+) -> None:
+    """Chat in the terminal with a model that can call the tools of a Python file.
+
+    Reads one message per line; an empty line, `exit`, Ctrl-D or Ctrl-C at the prompt quits.
+    Ctrl-C during an answer stops it.
+    """
+    from tooluse import ChatMessage, SamplingParams
+    from tooluse.cli.local_cmd import _console, load_backend, load_module, tools_of
+    from tooluse.errors import ToolUseError
+    from tooluse.loop import run
+
+    console = _console()
+    tool_list = tools_of(load_module(tools)) if tools is not None else []
+    if tools is not None and not tool_list:
+        raise typer.BadParameter(f"{tools} defines no @tool functions", param_hint="--tools")
+    backend = load_backend(model, console)
+    names = ", ".join(
+        str(getattr(t, "__name__", None) or getattr(t, "name", "?")) for t in tool_list
+    )
+    interactive = sys.stdin.isatty()
+    if interactive:
+        from platformdirs import user_data_dir
+
+        _line_editing(Path(user_data_dir("tooluse", appauthor=False)) / "chat_history")
+    console.print(
+        f"[dim]model {model}; tools: {names or 'none'}; "
+        "empty line or Ctrl-D to quit, Ctrl-C stops an answer[/]"
+    )
+    history: list[ChatMessage] = [ChatMessage.system(system)] if system else []
+    succeeded = failed = 0
+    while True:
+        try:
+            line = input("you> ") if interactive else sys.stdin.readline()
+        except (EOFError, KeyboardInterrupt):
+            console.print()
+            break
+        if not interactive and not line:
+            break
+        text = line.strip()
+        if not text or text in ("exit", "quit"):
+            break
+        history.append(ChatMessage.user(text))
+        printer = TurnPrinter(console)
+        try:
+            result = run(
+                backend,
+                history,
+                tools=tool_list,
+                params=SamplingParams(max_tokens=max_tokens),
+                max_tool_iters=max_tool_iters,
+                stream=True,
+                on_event=printer,
+                log=log,
+            )
+        except KeyboardInterrupt:
+            printer.end_line()
+            console.print("[yellow]interrupted[/] (the message was dropped; Ctrl-C again quits)")
+            history.pop()
+            continue
+        except ToolUseError as exc:
+            printer.end_line()
+            console.print(f"[red]error:[/] {exc}", markup=True, highlight=False)
+            history.pop()
+            failed += 1
+            continue
+        printer.end_line()
+        history = list(result.messages)
+        reason = STOP_REASONS.get(result.stop_reason.value)
+        if result.final_text and result.final_text.strip() != printer.streamed.strip():
+            console.print("[bold magenta]assistant>[/] ", end="")
+            console.print(result.final_text, markup=False, highlight=False)
+        elif not result.final_text:
+            console.print(f"[yellow](no answer: {reason or 'the model said nothing'})[/]")
+            reason = None
+        if reason:
+            console.print(f"[yellow](stopped: {reason})[/]")
+        succeeded += 1
+    if failed and not succeeded:
+        console.print(f"[red]every turn failed ({failed})[/]")
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach ``chat`` to the main app."""
+    app.command()(chat)

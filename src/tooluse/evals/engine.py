@@ -1,0 +1,447 @@
+"""One engine for many items: a concurrency limit, one JSONL line per finished item, resume.
+
+::
+
+    from tooluse.evals.engine import WorkItem, run_items
+
+    def make_worker():                      # called once per worker: load the model here
+        backend = load_expensive_model()
+        return lambda item: {"answer": backend.ask(item.payload)}
+
+    run = run_items([WorkItem(key=str(i), payload=q) for i, q in enumerate(questions)],
+                    make_worker, "results.jsonl", concurrency=2)
+    run.records, run.ran, run.skipped, run.failed, run.items_per_minute
+
+Each finished item is appended to the results file at once, as ``{"key": ..., **record}``,
+and flushed, so a run killed at any point loses only the items in flight. Running again with
+the same file skips the items already there (the resume key is ``WorkItem.key``); a half-written
+last line (the process died mid-write) is dropped and its item redone. A worker that raises or
+times out gives a record with ``"error"`` and ``"error_kind"``, and the run goes on.
+
+``engine="ray"`` runs the same items on Ray actors (``pip install 'tooluse[ray]'``), one
+worker per actor, and writes the same file; an actor that dies has its items retried.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+__all__ = [
+    "EngineError",
+    "EngineRun",
+    "ResultsFile",
+    "WorkItem",
+    "Worker",
+    "WorkerFactory",
+    "error_record",
+    "read_results",
+    "run_items",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkItem:
+    """One unit of work: ``key`` is unique and stable across runs (the resume key)."""
+
+    key: str
+    payload: Any
+
+
+#: A worker: one JSON-able record per item.
+Worker = Callable[[WorkItem], dict[str, Any]]
+#: A picklable zero-argument callable, called once per worker (thread or Ray actor).
+WorkerFactory = Callable[[], Worker]
+
+
+class EngineError(RuntimeError):
+    """A run cannot start or go on (a corrupt results file, duplicate keys, a bad option)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineRun:
+    """The outcome of :func:`run_items`.
+
+    ``records`` are all records in the file for the given items (resumed ones included) in
+    item order; ``ran`` items were run now, ``skipped`` were already done, ``failed`` have an
+    ``"error"``. ``items_per_minute`` counts only the items run now.
+    """
+
+    records: tuple[dict[str, Any], ...]
+    ran: int
+    skipped: int
+    failed: int
+    seconds: float
+    items_per_minute: float
+
+
+def error_record(exc: BaseException | None, kind: str, message: str = "") -> dict[str, Any]:
+    """The record of an item that did not produce one: ``error`` (type and message) and
+    ``error_kind`` (``exception``, ``timeout``, ``worker_lost`` or ``worker_start``)."""
+    if exc is not None:
+        text = f"{type(exc).__name__}: {exc}"
+    else:
+        text = message
+    return {"error": text, "error_kind": kind}
+
+
+def call_worker(worker: Worker, item: WorkItem) -> dict[str, Any]:
+    """Run one item; an exception or a non-dict result becomes an error record."""
+    try:
+        record = worker(item)
+    except Exception as exc:  # one failing item must not stop the run
+        return error_record(exc, "exception")
+    if not isinstance(record, dict):
+        return error_record(None, "exception", f"worker returned {type(record).__name__}, not dict")
+    return record
+
+
+# -- the results file --------------------------------------------------------------------------
+
+
+def read_results(path: str | Path, *, repair: bool = False) -> dict[str, dict[str, Any]]:
+    """The records in a results file by key (a later line for a key wins).
+
+    A last line without its newline is a write cut short: it is ignored, and with ``repair``
+    cut off the file so its item is redone. Any other line that is not a JSON object with a
+    ``"key"`` raises :class:`EngineError` naming the file and line.
+    """
+    target = Path(path)
+    if not target.exists():
+        return {}
+    data = target.read_bytes()
+    complete_end = data.rfind(b"\n") + 1  # everything after the last newline is a cut write
+    if repair and complete_end < len(data):
+        with target.open("r+b") as handle:
+            handle.truncate(complete_end)
+    records: dict[str, dict[str, Any]] = {}
+    for number, raw in enumerate(data[:complete_end].split(b"\n")[:-1], start=1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise EngineError(
+                f"{target} line {number} is corrupt ({exc}); fix or remove that line to resume"
+            ) from None
+        if not isinstance(row, dict) or not isinstance(row.get("key"), str):
+            raise EngineError(f"{target} line {number} is not a record with a string 'key'")
+        records[row["key"]] = row
+    return records
+
+
+class ResultsFile:
+    """Appends one record per line and flushes it (and fsyncs it when asked)."""
+
+    def __init__(self, path: str | Path, *, fsync: bool = True) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        self._lock = threading.Lock()
+        self._handle: IO[str] | None = None
+
+    def __enter__(self) -> ResultsFile:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle = self.path.open("a", encoding="utf-8")
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def append(self, key: str, record: dict[str, Any]) -> dict[str, Any]:
+        """Write ``{"key": key, **record}`` as one line; returns the written row."""
+        row = {"key": key, **{k: v for k, v in record.items() if k != "key"}}
+        line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
+        with self._lock:
+            if self._handle is None:
+                raise EngineError("the results file is not open")
+            self._handle.write(line)
+            self._handle.flush()
+            if self.fsync:
+                os.fsync(self._handle.fileno())
+        return row
+
+
+# -- progress ----------------------------------------------------------------------------------
+
+
+class _Progress:
+    """A rich progress bar with counts, accuracy so far and ETA (or nothing)."""
+
+    def __init__(
+        self,
+        *,
+        enabled: bool,
+        total: int,
+        done: int,
+        description: str,
+        score: Callable[[dict[str, Any]], bool | None] | None,
+    ) -> None:
+        self.score = score
+        self.correct = 0
+        self.scored = 0
+        self.failed = 0
+        self._bar: Any = None
+        self._task: Any = None
+        self._total = total
+        self._description = description
+        self._done = done
+        self._enabled = enabled
+
+    def __enter__(self) -> _Progress:
+        if self._enabled:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[stats]}"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+            )
+            self._bar.__enter__()
+            self._task = self._bar.add_task(
+                self._description, total=self._total, completed=self._done, stats=""
+            )
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc_info)
+
+    def seen(self, record: dict[str, Any], *, advance: bool) -> None:
+        if record.get("error"):
+            self.failed += 1
+        if self.score is not None:
+            verdict = self.score(record)
+            if verdict is not None:
+                self.scored += 1
+                self.correct += bool(verdict)
+        if self._bar is not None:
+            parts = []
+            if self.scored:
+                parts.append(f"acc {self.correct / self.scored:.1%}")
+            if self.failed:
+                parts.append(f"{self.failed} errors")
+            self._bar.update(self._task, advance=1 if advance else 0, stats=" ".join(parts))
+
+
+# -- local engine ------------------------------------------------------------------------------
+
+_DONE = object()
+
+
+def _call_with_timeout(
+    worker: Worker, item: WorkItem, timeout: float
+) -> tuple[dict[str, Any], bool]:
+    """Run one item in a helper thread; ``(record, timed_out)``. A timed-out call is left to
+    finish on its own (threads cannot be killed) and its worker is not used again."""
+    box: list[dict[str, Any]] = []
+    thread = threading.Thread(target=lambda: box.append(call_worker(worker, item)), daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive() or not box:
+        return error_record(None, "timeout", f"TimeoutError: no result after {timeout:g} s"), True
+    return box[0], False
+
+
+def _run_local(
+    todo: Sequence[WorkItem],
+    make_worker: WorkerFactory,
+    emit: Callable[[WorkItem, dict[str, Any]], None],
+    *,
+    concurrency: int,
+    item_timeout: float | None,
+) -> None:
+    pending: queue.Queue[WorkItem] = queue.Queue()
+    for item in todo:
+        pending.put(item)
+    finished: queue.Queue[Any] = queue.Queue()
+    stop = threading.Event()
+
+    def slot() -> None:
+        worker: Worker | None = None
+        try:
+            while not stop.is_set():
+                try:
+                    item = pending.get_nowait()
+                except queue.Empty:
+                    return
+                if worker is None:
+                    try:
+                        worker = make_worker()
+                    except Exception as exc:  # the run cannot go on without workers
+                        finished.put(exc)
+                        return
+                if item_timeout is None:
+                    record = call_worker(worker, item)
+                else:
+                    record, timed_out = _call_with_timeout(worker, item, item_timeout)
+                    if timed_out:
+                        worker = None  # still busy with the abandoned call: start a fresh one
+                finished.put((item, record))
+        finally:
+            finished.put(_DONE)
+
+    threads = [
+        threading.Thread(target=slot, name=f"tooluse-engine-{i}", daemon=True)
+        for i in range(max(1, min(concurrency, len(todo))))
+    ]
+    for thread in threads:
+        thread.start()
+    running = len(threads)
+    failure: BaseException | None = None
+    try:
+        while running:
+            message = finished.get()
+            if message is _DONE:
+                running -= 1
+            elif isinstance(message, BaseException):
+                failure = failure or message
+                stop.set()
+            else:
+                emit(*message)
+    finally:
+        stop.set()
+    if failure is not None:
+        raise EngineError(
+            f"the worker factory failed: {type(failure).__name__}: {failure}"
+        ) from failure
+
+
+# -- the entry point ---------------------------------------------------------------------------
+
+
+@contextmanager
+def _timer() -> Iterator[list[float]]:
+    started = time.perf_counter()
+    box = [0.0]
+    try:
+        yield box
+    finally:
+        box[0] = time.perf_counter() - started
+
+
+def run_items(
+    items: Sequence[WorkItem],
+    make_worker: WorkerFactory,
+    out: str | Path,
+    *,
+    engine: Literal["local", "ray"] = "local",
+    concurrency: int = 1,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    progress: bool = True,
+    description: str = "items",
+    score: Callable[[dict[str, Any]], bool | None] | None = None,
+    item_timeout: float | None = None,
+    retry_errors: bool = False,
+    max_retries: int = 2,
+    fsync: bool = True,
+    on_record: Callable[[dict[str, Any]], Any] | None = None,
+    error_fields: Callable[[WorkItem], dict[str, Any]] | None = None,
+) -> EngineRun:
+    """Run ``items`` through workers made by ``make_worker``, appending each record to ``out``.
+
+    Items already in ``out`` are skipped (with ``retry_errors``, those whose record has an
+    ``"error"`` are run again). ``engine="local"`` uses ``concurrency`` threads, each with its
+    own worker; ``engine="ray"`` uses ``workers`` actors (default ``concurrency``) on the
+    cluster at ``ray_address`` or a local one, retrying a dead actor's items up to
+    ``max_retries`` times. ``on_record`` sees each new row as it is written.
+    ``error_fields(item)`` adds fields to the records of items that produced none (an
+    exception, a timeout, a lost worker), so they look like the others; those records also
+    get ``error_type`` set to their ``error_kind``.
+    """
+    if engine not in ("local", "ray"):
+        raise EngineError(f"unknown engine {engine!r}; use 'local' or 'ray'")
+    if concurrency < 1 or (workers is not None and workers < 1):
+        raise EngineError("concurrency and workers must be at least 1")
+    if item_timeout is not None and item_timeout <= 0:
+        raise EngineError("item_timeout must be positive")
+    keys = [item.key for item in items]
+    if len(set(keys)) != len(keys):
+        dupes = sorted(k for k, n in Counter(keys).items() if n > 1)
+        raise EngineError(f"duplicate item keys: {', '.join(dupes[:5])}")
+    existing = read_results(out, repair=True)
+    wanted = set(keys)
+
+    def done(key: str) -> bool:
+        row = existing.get(key)
+        return row is not None and not (retry_errors and row.get("error"))
+
+    todo = [item for item in items if not done(item.key)]
+    skipped = len(items) - len(todo)
+    fresh: dict[str, dict[str, Any]] = {}
+    with (
+        ResultsFile(out, fsync=fsync) as results,
+        _Progress(
+            enabled=progress,
+            total=len(items),
+            done=skipped,
+            description=description,
+            score=score,
+        ) as bar,
+        _timer() as elapsed,
+    ):
+        for key, row in existing.items():
+            if key in wanted and done(key):
+                bar.seen(row, advance=False)
+
+        def emit(item: WorkItem, record: dict[str, Any]) -> None:
+            if error_fields is not None and "error_kind" in record:
+                record = {**error_fields(item), "error_type": record["error_kind"], **record}
+            row = results.append(item.key, record)
+            fresh[item.key] = row
+            bar.seen(row, advance=True)
+            if on_record is not None:
+                on_record(row)
+
+        if todo:
+            if engine == "local":
+                _run_local(
+                    todo, make_worker, emit, concurrency=concurrency, item_timeout=item_timeout
+                )
+            else:
+                from tooluse.evals.engine_ray import run_on_ray
+
+                run_on_ray(
+                    todo,
+                    make_worker,
+                    emit,
+                    workers=workers or concurrency,
+                    address=ray_address,
+                    item_timeout=item_timeout,
+                    max_retries=max_retries,
+                )
+    merged = {**existing, **fresh}
+    records = tuple(merged[k] for k in keys if k in merged)
+    seconds = elapsed[0]
+    return EngineRun(
+        records=records,
+        ran=len(fresh),
+        skipped=skipped,
+        failed=sum(1 for r in records if r.get("error")),
+        seconds=seconds,
+        items_per_minute=(len(fresh) / seconds * 60.0) if seconds > 0 and fresh else 0.0,
+    )

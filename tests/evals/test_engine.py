@@ -1,0 +1,358 @@
+"""The run engine: JSONL results as items finish, resume after a kill, errors, timeouts, Ray."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tooluse.evals.engine import EngineError, WorkItem, read_results, run_items
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def doubling_worker():
+    def work(item: WorkItem) -> dict:
+        if item.payload == "boom":
+            raise ValueError("boom on purpose")
+        return {"value": item.payload * 2}
+
+    return work
+
+
+def items(n: int) -> list[WorkItem]:
+    return [WorkItem(key=f"k{i}", payload=i) for i in range(n)]
+
+
+# -- local engine -------------------------------------------------------------------------------
+
+
+def test_every_item_gets_one_line_and_records_come_back_in_item_order(tmp_path):
+    out = tmp_path / "results.jsonl"
+    run = run_items(items(12), doubling_worker, out, concurrency=3, progress=False)
+    assert [r["key"] for r in run.records] == [f"k{i}" for i in range(12)]
+    assert [r["value"] for r in run.records] == [2 * i for i in range(12)]
+    assert (run.ran, run.skipped, run.failed) == (12, 0, 0)
+    written = lines(out)
+    assert sorted(r["key"] for r in written) == sorted(f"k{i}" for i in range(12))
+    assert run.items_per_minute > 0
+
+
+def test_resume_skips_finished_items_and_runs_only_the_rest(tmp_path):
+    out = tmp_path / "results.jsonl"
+    calls: list[str] = []
+
+    def factory():
+        def work(item):
+            calls.append(item.key)
+            return {"value": item.payload}
+
+        return work
+
+    first = run_items(items(5), factory, out, progress=False)
+    assert first.ran == 5
+    second = run_items(items(9), factory, out, progress=False)
+    assert (second.ran, second.skipped) == (4, 5)
+    assert calls == [f"k{i}" for i in range(9)]  # none run twice
+    assert [r["value"] for r in second.records] == list(range(9))
+    assert len(lines(out)) == 9
+
+
+def test_a_half_written_last_line_is_dropped_and_its_item_redone(tmp_path):
+    out = tmp_path / "results.jsonl"
+    run_items(items(3), doubling_worker, out, progress=False)
+    with out.open("a") as handle:
+        handle.write('{"key": "k3", "val')  # the process died in the middle of this write
+    run = run_items(items(5), doubling_worker, out, progress=False)
+    assert (run.ran, run.skipped) == (2, 3)
+    written = lines(out)  # every line parses: the cut line is gone
+    assert sorted(r["key"] for r in written) == [f"k{i}" for i in range(5)]
+    assert [r["value"] for r in run.records] == [0, 2, 4, 6, 8]
+
+
+def test_a_corrupt_line_in_the_middle_is_a_clear_error_and_nothing_is_lost(tmp_path):
+    out = tmp_path / "results.jsonl"
+    out.write_text('{"key": "k0", "value": 0}\nnot json at all\n{"key": "k2", "value": 4}\n')
+    before = out.read_text()
+    with pytest.raises(EngineError, match=r"line 2 is corrupt"):
+        run_items(items(3), doubling_worker, out, progress=False)
+    assert out.read_text() == before
+    out.write_text('{"value": 0}\n')
+    with pytest.raises(EngineError, match=r"line 1 is not a record with a string 'key'"):
+        read_results(out)
+
+
+def test_a_raising_worker_gives_an_error_record_and_the_run_goes_on(tmp_path):
+    work = [
+        WorkItem(key="a", payload=1),
+        WorkItem(key="b", payload="boom"),
+        WorkItem(key="c", payload=3),
+    ]
+    run = run_items(work, doubling_worker, tmp_path / "r.jsonl", progress=False)
+    assert run.failed == 1
+    by_key = {r["key"]: r for r in run.records}
+    assert by_key["b"]["error"] == "ValueError: boom on purpose"
+    assert by_key["b"]["error_kind"] == "exception"
+    assert by_key["a"]["value"] == 2 and by_key["c"]["value"] == 6
+    # by default a resumed run keeps the error; retry_errors runs it again
+    again = run_items(work, doubling_worker, tmp_path / "r.jsonl", progress=False)
+    assert again.ran == 0
+    fixed = run_items(
+        [WorkItem(key="b", payload=5)],
+        doubling_worker,
+        tmp_path / "r.jsonl",
+        progress=False,
+        retry_errors=True,
+    )
+    assert fixed.ran == 1 and fixed.records[0]["value"] == 10 and fixed.failed == 0
+
+
+def test_a_slow_item_times_out_and_a_fresh_worker_takes_the_next(tmp_path):
+    made: list[int] = []
+    release = threading.Event()
+
+    def factory():
+        made.append(1)
+
+        def work(item):
+            if item.payload == "hang":
+                release.wait(10)
+            return {"value": item.payload}
+
+        return work
+
+    work = [
+        WorkItem(key="a", payload=1),
+        WorkItem(key="b", payload="hang"),
+        WorkItem(key="c", payload=3),
+    ]
+    try:
+        run = run_items(work, factory, tmp_path / "r.jsonl", progress=False, item_timeout=0.3)
+    finally:
+        release.set()
+    by_key = {r["key"]: r for r in run.records}
+    assert by_key["b"]["error_kind"] == "timeout"
+    assert "no result after 0.3 s" in by_key["b"]["error"]
+    assert by_key["c"]["value"] == 3
+    assert len(made) == 2  # the hung worker was not reused
+
+
+def test_the_factory_runs_once_per_worker_thread(tmp_path):
+    made: list[str] = []
+    lock = threading.Lock()
+    all_three = threading.Barrier(3)
+
+    def factory():
+        with lock:
+            made.append(threading.current_thread().name)
+        all_three.wait(timeout=10)  # passes only if three workers really run at once
+        return lambda item: {"thread": threading.current_thread().name}
+
+    run = run_items(items(20), factory, tmp_path / "r.jsonl", concurrency=3, progress=False)
+    assert len(made) == 3 == len(set(made))
+    assert {r["thread"] for r in run.records} <= set(made)
+
+
+def test_bad_input_is_refused_before_any_work(tmp_path):
+    out = tmp_path / "r.jsonl"
+    with pytest.raises(EngineError, match="duplicate item keys: x"):
+        run_items([WorkItem(key="x", payload=1)] * 2, doubling_worker, out, progress=False)
+    with pytest.raises(EngineError, match="unknown engine"):
+        run_items(items(1), doubling_worker, out, engine="spark", progress=False)  # type: ignore[arg-type]
+    assert not out.exists()
+
+    def broken():
+        raise RuntimeError("model file missing")
+
+    with pytest.raises(EngineError, match="worker factory failed: RuntimeError: model file"):
+        run_items(items(2), broken, out, progress=False)
+
+
+def test_progress_bar_reports_accuracy_so_far(tmp_path, capsys):
+    run_items(
+        items(4),
+        doubling_worker,
+        tmp_path / "r.jsonl",
+        progress=True,
+        description="demo",
+        score=lambda r: r["value"] % 4 == 0,
+    )
+    err = capsys.readouterr().err
+    assert "demo" in err and "4/4" in err and "acc 50.0%" in err
+
+
+# -- a real process killed with SIGKILL ---------------------------------------------------------
+
+KILLED_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    from tooluse.evals.engine import WorkItem, run_items
+
+    def factory():
+        def work(item):
+            time.sleep(0.02)
+            return {"value": item.payload}
+        return work
+
+    def announce(row):
+        print("done", row["key"], flush=True)
+
+    run_items([WorkItem(key=f"k{i}", payload=i) for i in range(400)], factory, sys.argv[1],
+              concurrency=2, progress=False, on_record=announce)
+    print("finished", flush=True)
+    """
+)
+
+
+def test_resume_after_sigkill_loses_nothing_and_repeats_nothing(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(KILLED_SCRIPT)
+    out = tmp_path / "results.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(out)], stdout=subprocess.PIPE, text=True
+    )
+    reported: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        reported.append(line.split()[1])
+        if len(reported) >= 60:
+            os.kill(proc.pid, signal.SIGKILL)
+            break
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    on_disk = read_results(out)
+    assert set(reported) <= set(on_disk)  # every item reported done survived the kill
+    assert len(on_disk) < 400
+
+    resumed = subprocess.run(
+        [sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=120
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    redone = [line.split()[1] for line in resumed.stdout.splitlines() if line.startswith("done")]
+    assert not set(redone) & set(on_disk)  # nothing repeated
+    keys = [row["key"] for row in lines(out)]
+    assert sorted(keys) == sorted(f"k{i}" for i in range(400))  # nothing lost, once each
+
+
+# -- Ray ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    import ray  # part of the dev set: make test installs it
+    from ray import cloudpickle
+
+    # the workers below live in this test module, which Ray's workers cannot import by name
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def pid_worker():
+    pid = os.getpid()
+
+    def work(item):
+        if item.payload == "boom":
+            raise ValueError("boom on purpose")
+        return {"value": item.payload * 2, "pid": pid}
+
+    return work
+
+
+def dying_worker(marker: str):
+    def work(item):
+        if item.payload == 3 and not os.path.exists(marker):
+            Path(marker).write_text("died once")
+            os._exit(1)  # the actor's process dies mid-item
+        return {"value": item.payload * 2}
+
+    return work
+
+
+def test_ray_and_local_give_identical_records(ray_session, tmp_path):
+    work = [*items(8), WorkItem(key="bad", payload="boom")]
+    local = run_items(work, pid_worker, tmp_path / "local.jsonl", progress=False)
+    remote = run_items(
+        work, pid_worker, tmp_path / "ray.jsonl", engine="ray", workers=2, progress=False
+    )
+
+    def strip(records):
+        return [{k: v for k, v in r.items() if k != "pid"} for r in records]
+
+    assert strip(remote.records) == strip(local.records)
+    assert remote.failed == 1
+    pids = {r["pid"] for r in remote.records if "pid" in r}
+    assert os.getpid() not in pids and 1 <= len(pids) <= 2  # one worker per actor, not per item
+    assert sorted(r["key"] for r in lines(tmp_path / "ray.jsonl")) == sorted(i.key for i in work)
+
+
+def test_ray_retries_the_items_of_a_killed_actor(ray_session, tmp_path):
+    marker = tmp_path / "died"
+    run = run_items(
+        items(6),
+        functools.partial(dying_worker, str(marker)),
+        tmp_path / "r.jsonl",
+        engine="ray",
+        workers=2,
+        progress=False,
+    )
+    assert marker.exists()  # an actor really died
+    assert run.failed == 0
+    assert [r["value"] for r in run.records] == [0, 2, 4, 6, 8, 10]
+    assert sorted(r["key"] for r in lines(tmp_path / "r.jsonl")) == [f"k{i}" for i in range(6)]
+
+
+def test_ray_resume_and_timeout(ray_session, tmp_path):
+    out = tmp_path / "r.jsonl"
+    run_items(items(3), pid_worker, out, engine="ray", workers=1, progress=False)
+    run = run_items(items(5), pid_worker, out, engine="ray", workers=1, progress=False)
+    assert (run.ran, run.skipped) == (2, 3)
+
+    def hang_factory():
+        def work(item):
+            if item.payload == 1:
+                time.sleep(60)
+            return {"value": item.payload}
+
+        return work
+
+    hung = run_items(
+        items(3),
+        hang_factory,
+        tmp_path / "t.jsonl",
+        engine="ray",
+        workers=1,
+        progress=False,
+        item_timeout=1.0,
+    )
+    kinds = [r.get("error_kind") for r in hung.records]
+    assert kinds == [None, "timeout", None]
+
+
+def test_ray_missing_is_a_one_line_error_naming_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # what an environment without Ray looks like
+    with pytest.raises(EngineError, match=r"pip install 'tooluse\[ray\]'"):
+        run_items(items(1), doubling_worker, tmp_path / "r.jsonl", engine="ray", progress=False)
+
+
+def broken_factory():
+    raise RuntimeError("model file missing")
+
+
+def test_ray_worker_that_cannot_start_is_a_clear_error(ray_session, tmp_path):
+    with pytest.raises(EngineError, match="Ray worker failed to start.*model file missing"):
+        run_items(
+            items(3), broken_factory, tmp_path / "r.jsonl", engine="ray", workers=1, progress=False
+        )
