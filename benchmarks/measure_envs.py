@@ -67,9 +67,7 @@ def measure(name: str, indices: list[int], engine: str, options: dict, max_token
     figures = {k: result.summary[k] for k in KEEP}
     figures["wall_seconds"] = round(time.perf_counter() - started, 1)
     figures["success"] = [bool(r.get("success")) for r in result.records]
-    figures["calls"] = [
-        sum(len(s["calls"]) for s in r.get("steps", ())) for r in result.records
-    ]
+    figures["calls"] = [sum(len(s["calls"]) for s in r.get("steps", ())) for r in result.records]
     print(f"{name} [{engine}]: {json.dumps(figures)}", flush=True)
     return figures
 

@@ -58,7 +58,9 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
             "tests/formats/test_hermes.py",
             "tests/formats/test_lexer_literals.py",
             "tests/formats/test_adversarial.py",
-            "tests/formats/test_truncation.py",
+            # a linear-work check over a million markers: a minute of CPU per mutant
+            "--deselect=tests/formats/test_adversarial.py"
+            "::test_a_million_tool_call_markers_cost_linear_work",
             "tests/formats/test_streaming_arguments.py",
             "tests/formats/test_conformance_classes.py",
             "tests/formats/test_mutants_formats.py",
@@ -116,10 +118,11 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
         ],
     ),
     "evals": (
-        ["evals/bfcl_checker.py", "evals/bfcl_runner.py"],
+        # the scorer; the runner's tests run the model over real data (minutes per mutant)
+        ["evals/bfcl_checker.py"],
         [
             "tests/evals/test_bfcl_checker.py",
-            "tests/evals/test_bfcl_run.py",
+            "tests/evals/test_bfcl_parity.py",
             "tests/evals/test_mutants_evals.py",
         ],
     ),
@@ -174,7 +177,46 @@ NAMED: list[tuple[str, str, str, str, str]] = [
 ]
 
 # Survivors judged equivalent: (module, function, operator, before, after) -> reason.
-EQUIVALENT: dict[tuple[str, str, str, str, str], str] = {}
+EQUIVALENT: dict[tuple[str, str, str, str, str], str] = {
+    (
+        "tools/argument_validation.py",
+        "_allows_non_finite",
+        "boundary",
+        "seen < 10_000",
+        "seen <= 10000",
+    ): "a safety cap on a schema walk; one node more changes no answer",
+    ("local/grammar.py", "minimal_instance", "change_str", '"#"', "'XX#'"): (
+        "lstrip of a character set: a local $ref starts with '#/', so an added 'X' is never reached"
+    ),
+    ("local/grammar.py", "GrammarBuilder._ref", "change_str", '"#"', "'XX#'"): (
+        "lstrip of a character set: a local $ref starts with '#/', so an added 'X' is never reached"
+    ),
+    ("formats/lexer.py", "MarkerMatch", "change_int", "0", "1"): (
+        "the default is only used when no marker was found, and then marker_end is not read"
+    ),
+    (
+        "formats/hermes.py",
+        "HermesMachine._begin_block",
+        "remove_statement",
+        "self._closer = self.close_marker",
+        "pass",
+    ): "_closer is set to close_marker in __init__ and never assigned anything else",
+    (
+        "formats/json_scanner.py",
+        "_Span.flush",
+        "remove_statement",
+        "self.start = end",
+        "pass",
+    ): "scan() resets every active span's start before each chunk; a flush inside a chunk is "
+    "followed by closing the span",
+    (
+        "providers/gemini.py",
+        "encode_request",
+        "negate_comparison",
+        "params.parallel_tool_calls is False",
+        "params.parallel_tool_calls is not False",
+    ): "guards only an informational log line",
+}
 
 # Calls whose string arguments are messages for people: changing them is not a behaviour bug.
 MESSAGE_CALLS = {"warning", "info", "debug", "error", "exception", "warn", "print"}
@@ -432,7 +474,7 @@ def _run_tests(copy: Path, tests: list[str], timeout: float) -> tuple[str, float
 
 def run_group(name: str, copy: Path, sample: int, seed: int, timeout: float) -> dict:
     modules, tests = GROUPS[name]
-    tests = [t for t in tests if (ROOT / t).exists()]
+    tests = [t for t in tests if t.startswith("-") or (ROOT / t).exists()]
     sources = {m: (ROOT / "src" / "tooluse" / m).read_text() for m in modules}
     # Baseline: the tests must pass on the unparsed (comment-free) originals.
     for module, source in sources.items():

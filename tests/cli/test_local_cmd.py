@@ -71,7 +71,21 @@ def test_schema_bad_input_is_a_clear_error(tools_file, tmp_path):
     nofile = runner.invoke(app, ["schema", f"{tmp_path / 'absent.py'}:f"])
     assert nofile.exit_code != 0 and "no such file" in nofile.output
     shape = runner.invoke(app, ["schema", "just_a_name"])
-    assert shape.exit_code != 0 and "module.py:function" in shape.output
+    assert shape.exit_code != 0 and "no such file" in shape.output
+
+
+def test_schema_of_a_whole_file_in_every_format(tools_file):
+    import json
+
+    for fmt in ("openai", "openai-responses", "anthropic", "gemini", "bedrock", "mcp"):
+        result = runner.invoke(app, ["schema", str(tools_file), "--format", fmt])
+        assert result.exit_code == 0, result.output
+        schemas = json.loads(result.output)
+        assert isinstance(schemas, list) and len(schemas) >= 1
+    responses = json.loads(
+        runner.invoke(app, ["schema", str(tools_file), "-f", "openai-responses"]).output
+    )
+    assert responses[0]["type"] == "function" and "parameters" in responses[0]
 
 
 def test_help_everywhere():

@@ -40,3 +40,12 @@ class AnswerKeyBackend(ScriptedBackend):
         call = ToolCall(id=f"s{number}", name="submit_answer", arguments={"answer": answer})
         self._responses.append([call])
         return super().generate_with_tools(messages, tools, params, tool_choice)
+
+
+def make_runner():
+    """A runner built inside a worker (for the Ray engine)."""
+    from tooluse.envs import ArithmeticEnvironment, TrajectoryRunner
+
+    return TrajectoryRunner(
+        environment=ArithmeticEnvironment(tool_types=()), backend=AnswerKeyBackend()
+    )

@@ -182,3 +182,35 @@ def test_cli_eval_env_prints_the_summary_table_and_resumes(tmp_path):
     assert bad.exit_code == 2 and "math:gsm8k needs data_path" in bad.output
     unknown = CliRunner().invoke(app, ["eval", "env", "nope", "--model", "answer-key-test:x"])
     assert unknown.exit_code == 2 and "unknown environment 'nope'" in unknown.output
+
+
+@pytest.mark.slow
+def test_ray_engine_gives_the_same_trajectories_as_the_local_engine(tmp_path):
+    ray = pytest.importorskip("ray")
+    import answer_key
+    from ray import cloudpickle
+
+    # Ray's workers cannot import this test helper by name: ship it by value.
+    cloudpickle.register_pickle_by_value(answer_key)
+    local = runner(AnswerKeyBackend()).run_evaluation(
+        samples_per_task=2, out=tmp_path / "local", progress=False
+    )
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        remote = runner(AnswerKeyBackend()).run_evaluation(
+            samples_per_task=2,
+            out=tmp_path / "ray",
+            engine="ray",
+            workers=2,
+            make_runner=answer_key.make_runner,
+            progress=False,
+        )
+    finally:
+        ray.shutdown()
+
+    def outcome(records):
+        return [(r["key"], r["success"], r["answer"], r["total_reward"]) for r in records]
+
+    assert outcome(remote.records) == outcome(local.records)
+    assert len(remote.records) == 16 and remote.summary["success_rate"] == 1.0
+    assert remote.summary["engine"] == "ray"

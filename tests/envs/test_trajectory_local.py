@@ -46,6 +46,7 @@ def test_local_model_episode_is_recorded_consistently():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a few prefills of a 3k-token tool list
 def test_local_model_plays_a_bfcl_multi_turn_entry():
     """The embedded model in a BFCL world (TradingBot, 2 user turns, the smallest prompt)."""
     pytest.importorskip("bfcl_eval")
@@ -56,7 +57,7 @@ def test_local_model_plays_a_bfcl_multi_turn_entry():
     index = next(i for i, e in enumerate(env.entries) if e.id == "multi_turn_base_100")
     runner = TrajectoryRunner(
         environment=env,
-        backend=LlamaCppBackend.default(max_tokens=64),
+        backend=LlamaCppBackend.default(max_tokens=64, n_ctx=8192),
         sampling_params=SamplingParams(temperature=0.0, max_tokens=64),
         system_prompt=BFCL_PROMPT,
     )

@@ -25,3 +25,31 @@ def test_parallel_never_matches_one_call_twice():
     assert not check_entry("parallel", [WEATHER], calls, truth).valid
     both = [{"get_weather": {"city": "Tokyo"}}, {"get_weather": {"city": "Tokyo"}}]
     assert check_parallel([WEATHER], both, truth).valid
+
+
+ZONE = {
+    "name": "set_zone",
+    "parameters": {
+        "type": "dict",
+        # a type name BFCL's Python rules do not know: values are compared as they are
+        "properties": {"zone": {"type": "timezone"}},
+        "required": ["zone"],
+    },
+}
+
+
+def test_unknown_parameter_types_compare_values():
+    from tooluse.evals.bfcl_checker import check_simple
+
+    truth = {"set_zone": {"zone": ["UTC", "GMT"]}}
+    assert check_simple(ZONE, {"set_zone": {"zone": "GMT"}}, truth).valid
+    wrong = check_simple(ZONE, {"set_zone": {"zone": "CET"}}, truth)
+    assert not wrong.valid
+    assert wrong.error_type == "value_error:value"
+
+
+def test_every_public_name_exists():
+    import tooluse.evals.bfcl_checker as checker
+
+    for name in checker.__all__:
+        assert hasattr(checker, name), name

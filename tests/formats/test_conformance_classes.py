@@ -539,3 +539,43 @@ def test_unescaped_inner_quotes_are_repaired_only_when_needed() -> None:
     assert calls(result) == [("search", {"query": "grep -n 'a,b' f.txt", "tags": ["x"]})]
     valid = "<|tool_call_start|>[search(query='it\\'s', tags=[])]<|tool_call_end|>"
     assert calls(parser.parse(valid)) == [("search", {"query": "it's", "tags": []})]
+
+
+def test_parse_command_reads_reasoning_from_the_template_and_lenient_mode(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from tooluse.cli.app import app
+
+    runner = CliRunner()
+    template = tmp_path / "qwen35.jinja"
+    template.write_text(QWEN35_TEMPLATE, encoding="utf-8")
+    text = "Need the date.\n<tool_call>\n<function=today>\n</function>\n</tool_call>"
+    args = ["parse", "-f", "qwen3_coder", "--template", str(template)]
+    out = json.loads(runner.invoke(app, args, input=text).output)
+    assert out["reasoning"] == "Need the date.\n"
+    assert [c["name"] for c in out["tool_calls"]] == ["today"]
+    lenient = runner.invoke(
+        app, ["parse", "-f", "hermes", "--lenient"], input='<tool>{"name": "today"}</tool>'
+    )
+    assert [c["name"] for c in json.loads(lenient.output)["tool_calls"]] == ["today"]
+    refused = runner.invoke(app, ["parse", "-f", "pythonic", "--lenient"], input="x")
+    assert refused.exit_code == 2
+    assert "no lenient mode" in refused.output
+
+
+def test_kimi_close_of_reasoning_after_its_calls_is_not_content() -> None:
+    text = (
+        "<think>plan<|tool_calls_section_begin|><|tool_call_begin|>functions.today:0"
+        "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|></think>Done."
+    )
+    result = assert_stream_equals_parse(get_parser("kimi_k2"), text)
+    assert calls(result) == [("today", {})]
+    assert (result.reasoning, result.text) == ("plan", "Done.")
+    # without reasoning cut short by a call, the marker is kept as written
+    assert get_parser("kimi_k2").parse("a</think>b").text == "a</think>b"
+
+
+@pytest.mark.parametrize(("escape", "value"), [("\\x", "\\x"), ("\\u12", "\\u12"), ("\\x41", "A")])
+def test_python_escape_without_its_digits_is_kept_not_a_crash(escape: str, value: str) -> None:
+    result = assert_stream_equals_parse(get_parser("pythonic"), f"[search(query='{escape}')]")
+    assert calls(result) == [("search", {"query": value})]

@@ -23,7 +23,11 @@ TOOLUSE = [sys.executable, "-c", "from tooluse.cli.app import main; main()"]
 @pytest.mark.parametrize(
     ("fmt", "text", "value"),
     [
-        ("gemma_tool_code", 'Sure.\n```tool_code\nnote(text="a ``` b", n=1)\n```\nDone.', "a ``` b"),
+        (
+            "gemma_tool_code",
+            'Sure.\n```tool_code\nnote(text="a ``` b", n=1)\n```\nDone.',
+            "a ``` b",
+        ),
         ("gemma_tool_code", "```tool_code\nnote(text='```', n=1)\n```\nDone.", "```"),
         (
             "olmo3",
@@ -39,16 +43,17 @@ TOOLUSE = [sys.executable, "-c", "from tooluse.cli.app import main; main()"]
 )
 def test_a_closing_marker_inside_a_string_value_does_not_cut_the_call(fmt, text, value):
     result = assert_stream_equals_parse(get_parser(fmt), text, ())
-    assert [(c.name, c.arguments) for c in result.tool_calls] == [
-        ("note", {"text": value, "n": 1})
-    ]
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [("note", {"text": value, "n": 1})]
     assert result.text.strip() in ("Done.", "Sure.\n\nDone.")
     assert result.errors == ()
 
 
 @pytest.mark.parametrize(
     ("fmt", "opener", "closer"),
-    [("gemma_tool_code", "```tool_code\n", "\n```"), ("olmo3", "<function_calls>\n", "\n</function_calls>")],
+    [
+        ("gemma_tool_code", "```tool_code\n", "\n```"),
+        ("olmo3", "<function_calls>\n", "\n</function_calls>"),
+    ],
 )
 def test_a_stray_quote_ends_the_block_at_its_first_marker_and_keeps_later_calls(
     fmt, opener, closer

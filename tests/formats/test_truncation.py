@@ -92,3 +92,22 @@ def test_the_watchdog_catches_a_hang():
     with pytest.raises(ParseHang), watchdog(0.05):
         while True:
             pass
+
+
+class _PingPongMachine(StreamMachine):
+    """Two states that hand the same position to each other forever (a bug)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._state = "a"
+
+    def _step(self) -> bool:
+        self._state = "b" if self._state == "a" else "a"
+        return True
+
+
+def test_states_that_cycle_without_reading_become_an_error_not_a_hang():
+    machine = _PingPongMachine()
+    with watchdog(LIMIT):
+        events = machine.feed("text") + machine.close()
+    assert any(isinstance(e, ParseError) and "no progress" in e.message for e in events)

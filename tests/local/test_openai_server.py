@@ -98,7 +98,7 @@ def test_tool_loop_through_openai_backend(server_url):
     first = result.trail[0]
     assert first.name == "get_weather"
     assert isinstance(first.arguments.get("city"), str) and first.arguments["city"]
-    assert not first.is_error and '"temperature"' in first.output
+    assert not first.is_error and "temperature is" in first.output
     # every call id in the history is answered exactly once
     calls = [c.id for m in result.messages for c in m.tool_calls]
     answers = [m.tool_call_id for m in result.messages if m.role == "tool"]

@@ -311,7 +311,9 @@ def test_twenty_concurrent_requests_are_all_answered_and_not_mixed_up(local_serv
             body,
         )
         reply.raise_for_status()
-        return i, reply.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"]
+        message = reply.json()["choices"][0]["message"]
+        assert message.get("tool_calls"), (i, reply.json(), reply.headers)
+        return i, message["tool_calls"][0]["function"]["name"]
 
     with ThreadPoolExecutor(max_workers=20) as pool:
         answers = list(pool.map(ask, range(20)))

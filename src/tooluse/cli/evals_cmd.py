@@ -45,7 +45,10 @@ def load_model_and_parser(model: str, format: str | None) -> tuple[Any, Any]:
 
 def register(app: typer.Typer) -> None:
     """Attach this module's commands to the main app."""
-    eval_app = typer.Typer(help="Evaluate models: BFCL-style function-calling accuracy.")
+    eval_app = typer.Typer(
+        help="Evaluate models: `eval bfcl` (function-calling accuracy on BFCL data) and "
+        "`eval env` (trajectories in tool environments, pass@k and rewards)."
+    )
     app.add_typer(eval_app, name="eval")
 
     # `tooluse eval bfcl`: real BFCL data, resumable runs, local or Ray engine.

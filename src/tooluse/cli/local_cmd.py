@@ -158,9 +158,10 @@ def demo(
         asked = time.perf_counter()
 
         def show(event: Any, check: Any = check) -> None:
-            from tooluse.loop import ToolExecutionStarted
+            from tooluse.loop import ToolExecutionFinished
 
-            if isinstance(event, ToolExecutionStarted) and event.call.id in check.corrections:
+            # the check runs once the call has started, so its note comes before the result
+            if isinstance(event, ToolExecutionFinished) and event.call.id in check.corrections:
                 written, fixed = check.corrections[event.call.id]
                 console.print(
                     f"  [yellow]argument check[/] the model wrote {written!r}, which drops the "
@@ -188,8 +189,7 @@ def demo(
             console.print(f"  [green]✓[/] [dim]{seconds:.1f} s[/]")
         else:
             console.print(
-                f"  [red]✗ the answer does not contain {expected!r}[/] "
-                f"[dim]{seconds:.1f} s[/]"
+                f"  [red]✗ the answer does not contain {expected!r}[/] [dim]{seconds:.1f} s[/]"
             )
     console.print(
         f"\n{right}/{len(questions)} answers right "

@@ -62,7 +62,9 @@ def cli_reference() -> str:
         for argument in arguments:
             text = " ".join((getattr(argument, "help", None) or "").split())
             name = (argument.name or "").upper()
-            lines.append(f"- `{name}` (argument{'' if argument.required else ', optional'}): {text}")
+            lines.append(
+                f"- `{name}` (argument{'' if argument.required else ', optional'}): {text}"
+            )
         if arguments:
             lines.append("")
         if options:

@@ -1,10 +1,16 @@
-"""Tool environments, rewards and the trajectory runner (evaluation and training data).
+"""Tool environments, rewards, the trajectory runner, evaluation runs and training data.
 
 ::
 
     from tooluse.envs import Action, TrajectoryRunner, environment_registry
     env = environment_registry.get(name="math:arithmetic", tool_types=("python",))
     state, info = env.reset(options={"task_index": 0})
+
+Environments: ``math:arithmetic`` (built-in problems), ``math:gsm8k`` / ``math:GSM8K``
+(a local GSM8K JSONL file), ``bfcl:multi_turn_base`` / ``_miss_func`` / ``_miss_param`` /
+``_long_context`` (BFCL's executable multi-turn worlds; needs ``bfcl-eval``).
+``TrajectoryRunner.run_evaluation`` plays many trajectories on the run engine
+(:mod:`tooluse.envs.evaluation`); :mod:`tooluse.envs.export` turns them into training data.
 
 ``ToolCall`` and ``ToolResult`` are re-exported here so that environment code needs one import.
 """

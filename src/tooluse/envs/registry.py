@@ -42,13 +42,15 @@ class EnvironmentRegistry:
     ) -> ToolEnvironment:
         """A new environment called ``name`` with the tools ``tool_types`` enables.
 
-        ``adapter`` exists for familiarity only: environments of other frameworks are not
-        wrapped, so any value but ``None`` raises ``ValueError``.
+        ``adapter`` exists for familiarity only: environments of other frameworks (GEM,
+        reasoning-gym, verifiers, OpenEnv) are not wrapped, so any value but ``None`` raises
+        ``ValueError``; ``math:GSM8K`` is native here and reads a local file (``data_path=``).
         """
         if adapter is not None:
             raise ValueError(
-                f"adapter {adapter!r} is not supported: tooluse ships its own environments "
-                f"({', '.join(self.names())})"
+                f"adapter {adapter!r} is not supported: tooluse does not wrap other frameworks' "
+                f"environments; its own are {', '.join(self.names())} (math:GSM8K reads a local "
+                "GSM8K JSONL file: data_path=...)"
             )
         factory = self._factories.get(name)
         if factory is None:

@@ -178,8 +178,9 @@ class ArgumentsWriter:
         self._emit("}" if self._sent else "{}")
 
 
-#: Steps in a row that may claim progress without moving, before the machine gives up.
-_MAX_IDLE_STEPS = 64
+#: Steps in a row that may claim progress without reading further into the text (changing
+#: state only), before the machine gives up. Real formats need a handful.
+_MAX_IDLE_STEPS = 256
 
 
 class StreamMachine:
@@ -232,6 +233,9 @@ class StreamMachine:
         )
         self._prompt_reasoning = self._in_reasoning
         self._reasoning_line_start = True
+        # Reasoning ended by a call rather than its closing marker: a "</think>" written after
+        # the calls is then a leftover marker, not text.
+        self._reasoning_cut_by_call = False
         self._guard: SpecialTokenGuard | None = None  # set by feed_tokens / special_tokens
 
     # -- public interface ------------------------------------------------------------------
@@ -276,7 +280,8 @@ class StreamMachine:
         """Consume tokens as the backend produced them, ``(token_id, text, is_special)``: a
         format marker counts only where it came as a special token (one declared with
         :meth:`special_tokens`, or already seen as special), so a marker typed inside an
-        argument or an answer stays text. Returns the events, as :meth:`feed` does."""
+        argument or an answer stays text. Returns the events, as :meth:`feed` does. Feed one
+        stream either by tokens or by text, not both."""
         if self._guard is None:
             self.special_tokens(())
         guard = self._guard
@@ -295,15 +300,19 @@ class StreamMachine:
 
     def _run(self) -> None:
         # Each step returns True only when it consumed input or changed state, so this ends.
-        # The guard below turns a step that breaks that rule into a reported error, not a hang.
+        # The guard below turns a step that breaks that rule into a reported error, not a hang:
+        # progress means reading past the furthest point reached so far (or a new buffer), so
+        # states that hand the same position back and forth are caught as well.
         idle = 0
+        buf, furthest = self._buf, self._pos
         while True:
-            before = (self._pos, getattr(self, "_state", None), self._in_reasoning)
             progressed = self._reasoning_step() if self._in_reasoning else self._step()
             if not progressed:
                 break
-            after = (self._pos, getattr(self, "_state", None), self._in_reasoning)
-            idle = idle + 1 if after == before else 0
+            if self._buf is not buf or self._pos > furthest:
+                buf, furthest, idle = self._buf, self._pos, 0
+                continue
+            idle += 1
             if idle > _MAX_IDLE_STEPS:
                 self._error("parser made no progress; the rest of the output is kept as text")
                 self._emit_text(self._remaining())
@@ -402,6 +411,7 @@ class StreamMachine:
         if found.marker != self.think_close:
             if self.calls_in_reasoning or self._reasoning_line_start:
                 self._in_reasoning = False  # the opener stays unread: the format reads the call
+                self._reasoning_cut_by_call = True
                 return True
             self._reasoning_piece(found.marker)  # an opener quoted mid-line is reasoning text
         self._pos = found.marker_end

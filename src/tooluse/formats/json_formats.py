@@ -377,7 +377,7 @@ class _DeepSeekMachine(_JsonFormatMachine):
         super().__init__(*args, **kwargs)
         self._state = "text"
         self._text_markers = MarkerSet(
-            [self.calls_begin, self.call_begin, self.calls_end, "<think>"]
+            [self.calls_begin, self.call_begin, self.calls_end, "<think>", "</think>"]
         )
         self._calls_markers = MarkerSet([self.call_begin, self.calls_end])
         self._section: list[str] = []  # text inside the calls section that is not a call
@@ -401,6 +401,10 @@ class _DeepSeekMachine(_JsonFormatMachine):
             self._pos = found.marker_end
             if found.marker == "<think>":
                 self._enter_reasoning()
+            elif found.marker == "</think>":
+                if not self._reasoning_cut_by_call:
+                    self._emit_text(found.marker)
+                self._reasoning_cut_by_call = False
             elif found.marker == self.calls_begin:
                 self._state = "calls"
                 self._section, self._section_calls, self._in_section = [], False, True

@@ -344,7 +344,7 @@ def _decode_string(token: str) -> str:
 def _python_escape(match: re.Match[str]) -> str:
     escape = match.group()
     kind = escape[1]
-    if kind in "xuU":
+    if kind in "xuU" and len(escape) > 2:  # "\\x" without its digits matched as a plain escape
         code = int(escape[2:], 16)
         return chr(code) if code <= 0x10FFFF else escape
     if kind in "01234567":

@@ -350,9 +350,11 @@ def _preflight(backend: Any, plan: _Plan) -> None:
     """Refuse early what the model cannot do: a prompt over its context, a schema its grammar
     cannot express (local models only; others are checked by their provider)."""
     request = plan.request
-    grammar_for = getattr(backend, "grammar_for", None)
-    if callable(grammar_for) and plan.tools and plan.tool_choice != "none":
-        grammar_for(plan.tools, bool(request.params.parallel_tool_calls))  # GrammarError
+    # Only the grammar's text is built here (pure Python, raises GrammarError): compiling it
+    # would touch the model's grammar cache while another request is generating.
+    grammar_text = getattr(backend, "call_grammar_text", None)
+    if callable(grammar_text) and plan.tools and plan.tool_choice != "none":
+        grammar_text(plan.tools, bool(request.params.parallel_tool_calls))
     count, render = getattr(backend, "count_tokens", None), getattr(backend, "render", None)
     n_ctx = getattr(backend, "n_ctx", None)
     if callable(count) and callable(render) and isinstance(n_ctx, int):
