@@ -103,3 +103,17 @@ def test_logs_command_lists_and_shows(log_path):
     assert missing.exit_code == 2
     table = runner.invoke(app, ["logs", "-n", "5"])
     assert "What is 2" in table.output and "final_text" in table.output
+
+
+def test_a_logged_run_opens_in_the_trace_viewer(log_path, tmp_path):
+    from tooluse.evals.trace_view import load_traces, render_trace
+
+    run(script(), "What is 2 + 3?", tools=[add], log=True)
+    entry = RunLog(log_path).entries()[0]
+    saved = tmp_path / "run.json"
+    result = CliRunner().invoke(app, ["logs", "show", entry.id, "--save", str(saved)])
+    assert result.exit_code == 0, result.output
+    (trace,) = load_traces(saved)
+    html = render_trace(trace)
+    assert "add" in html and "final_text" in trace.stop_reason
+

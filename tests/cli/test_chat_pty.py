@@ -9,9 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pexpect
 import pytest
-
-pexpect = pytest.importorskip("pexpect", reason="pexpect drives the terminal (dev extra)")
 
 pytestmark = pytest.mark.slow
 

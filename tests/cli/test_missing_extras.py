@@ -94,3 +94,20 @@ def test_load_model_local_raises_the_missing_dependency_error():
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("MISSING local ")
     assert "pip install 'tooluse[local]'" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["eval", "bfcl", "-m", "local", "--limit", "1", "--out", "/proc/no/such/dir"],
+        ["eval", "bfcl", "-m", "local", "--limit", "1", "--output", "/no/such/dir/r.json"],
+        ["eval", "env", "math:arithmetic", "-m", "local", "--out", "/proc/no/such/dir"],
+        ["eval", "env", "math:arithmetic", "-m", "local", "--output", "/no/such/dir/t.jsonl"],
+    ],
+)
+def test_eval_output_paths_are_checked_before_the_model_loads(args):
+    # the model's packages are absent here: reaching the model would be a different error
+    done = run(*args)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "--out" in done.stderr and "pip install" not in done.stderr

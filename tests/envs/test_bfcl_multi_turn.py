@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 
+import bfcl_eval  # noqa: F401  (installed by make install; absent is a failure)
 import pytest
 
 from tooluse import ScriptedBackend, ToolCall
@@ -25,8 +26,6 @@ from tooluse.envs.bfcl_world import (
     MULTI_TURN_CATEGORIES,
     ground_truth_calls,
 )
-
-pytest.importorskip("bfcl_eval", reason="bfcl-eval is part of the dev install")
 
 _ids = itertools.count()
 

@@ -186,8 +186,8 @@ def test_cli_eval_env_prints_the_summary_table_and_resumes(tmp_path):
 
 @pytest.mark.slow
 def test_ray_engine_gives_the_same_trajectories_as_the_local_engine(tmp_path):
-    ray = pytest.importorskip("ray")
     import answer_key
+    import ray
     from ray import cloudpickle
 
     # Ray's workers cannot import this test helper by name: ship it by value.

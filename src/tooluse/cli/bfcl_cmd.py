@@ -194,6 +194,9 @@ def register_bfcl_command(eval_app: typer.Typer) -> None:
             raise fail(str(exc)) from None
         if not entries:
             raise fail("no entries to run (an empty category or filter)")
+        from tooluse.cli.evals_cmd import check_output_paths
+
+        check_output_paths(out, output)
         _check_model(model, format)
         with tempfile.TemporaryDirectory(prefix="tooluse-bfcl-") as scratch:
             try:

@@ -84,6 +84,9 @@ def register_env_command(eval_app: typer.Typer) -> None:
         except (KeyError, ValueError, ImportError) as exc:
             typer.echo(f"error: {exc.args[0]}", err=True)
             raise typer.Exit(2) from None
+        from tooluse.cli.evals_cmd import check_output_paths
+
+        check_output_paths(out, output)
         backend, parser = load_model_and_parser(model, format)
         system_prompt = default_system_prompt(env_name)
         runner = TrajectoryRunner(

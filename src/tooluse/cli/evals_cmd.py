@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -41,6 +43,31 @@ def load_model_and_parser(model: str, format: str | None) -> tuple[Any, Any]:
         typer.echo(f"error: cannot load model {model!r}: {exc}", err=True)
         raise typer.Exit(2) from None
     return backend, parser
+
+
+def check_output_paths(out_dir: Path | None, output_file: Path | None) -> None:
+    """Make sure the results can be written before any model is loaded: ``out_dir`` is
+    created (and must be writable), ``output_file``'s folder must exist. Exit 2 otherwise."""
+    problem = None
+    if out_dir is not None:
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            probe = out_dir / ".tooluse-write-check"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as exc:
+            problem = f"cannot write to --out {out_dir}: {exc.strerror or exc}"
+    if problem is None and output_file is not None:
+        folder = output_file.parent if str(output_file.parent) else Path(".")
+        if output_file.is_dir():
+            problem = f"--output {output_file} is a directory"
+        elif not folder.is_dir():
+            problem = f"--output {output_file}: the folder {folder} does not exist"
+        elif not os.access(folder, os.W_OK):
+            problem = f"--output {output_file}: the folder {folder} is not writable"
+    if problem is not None:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
 
 
 def register(app: typer.Typer) -> None:

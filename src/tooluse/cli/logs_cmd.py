@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import typer
 
@@ -60,6 +61,9 @@ def register(app: typer.Typer) -> None:
     def logs_show(
         entry_id: str = typer.Argument(..., help="A log id (or a unique start of one)."),
         as_json: bool = typer.Option(False, "--json", help="The whole record as JSON."),
+        save: Path | None = typer.Option(
+            None, "--save", help="Also write the run as a saved RunResult (`tooluse report` it)."
+        ),
     ) -> None:
         """Print one run: prompt, each tool call with arguments and output, the answer."""
         from tooluse.run_log import RunLog
@@ -68,6 +72,10 @@ def register(app: typer.Typer) -> None:
             entry = RunLog().get(entry_id)
         except KeyError as exc:
             raise typer.BadParameter(str(exc.args[0]), param_hint="ID") from None
+        if save is not None:
+            if not entry.result:
+                raise typer.BadParameter("this run failed before it had a result", param_hint="ID")
+            save.write_text(json.dumps(entry.result, ensure_ascii=False, indent=1) + "\n")
         if as_json:
             typer.echo(json.dumps({**entry.to_dict(), "result": entry.result}, indent=2))
             return

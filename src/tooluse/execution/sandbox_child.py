@@ -188,8 +188,10 @@ class Setup:
         for path in [*SYSTEM_DIRS, *self._python_dirs()]:
             if any(path == b or path.startswith(b + "/") for b in bound):
                 continue
-            if path.split("/")[1] in ("dev", "proc", "tmp", WORKDIR.strip("/")):
+            if path.split("/")[1] in ("dev", "proc", WORKDIR.strip("/")) or path == "/tmp":
                 continue  # would land on (or inside) a mount made above
+            # An interpreter or virtualenv under /tmp (a checkout there) is bound read-only on
+            # top of the fresh /tmp, or the code could not even start Python or import from it.
             if os.path.islink(path) and path.count("/") == 1:
                 os.symlink(os.readlink(path), tree(path))  # merged /usr: /bin -> usr/bin
             elif os.path.isdir(path):

@@ -46,6 +46,7 @@ from tooluse.providers.base import (
     SamplingParams,
     ToolChoice,
 )
+from tooluse.providers.thread_stream import aiter_on_thread
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = ["LlamaCppBackend", "TurnPlan"]
@@ -417,28 +418,11 @@ class LlamaCppBackend:
 
         One thread drives the whole generator because it holds the model's lock while it runs.
         """
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-
-        def produce() -> None:
-            try:
-                for event in self.stream_with_tools(messages, tools, params, tool_choice):
-                    loop.call_soon_threadsafe(queue.put_nowait, ("event", event))
-            except BaseException as exc:  # handed to the consumer, re-raised there
-                loop.call_soon_threadsafe(queue.put_nowait, ("error", exc))
-            else:
-                loop.call_soon_threadsafe(queue.put_nowait, ("end", None))
-
-        worker = threading.Thread(target=produce, name="tooluse-llama-stream", daemon=True)
-        worker.start()
-        while True:
-            kind, payload = await queue.get()
-            if kind == "event":
-                yield payload
-            elif kind == "error":
-                raise payload
-            else:
-                return
+        async for event in aiter_on_thread(
+            lambda: self.stream_with_tools(messages, tools, params, tool_choice),
+            name="tooluse-llama-stream",
+        ):
+            yield event
 
     # -- helpers ------------------------------------------------------------------------------
 

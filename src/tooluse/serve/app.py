@@ -19,7 +19,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,7 @@ from tooluse.events import (
 )
 from tooluse.messages import ToolCall
 from tooluse.providers.base import GenerationDone, GenerationResult
+from tooluse.providers.thread_stream import aiter_on_thread
 from tooluse.serve.chat_wire import (
     ChatRequest,
     RequestError,
@@ -126,51 +127,25 @@ def _plan(request: ChatRequest) -> _Plan:
 # -- generation on a worker thread, cancellable between events ---------------------------------
 
 
-async def _events(
+def _events(
     backend: Any, plan: _Plan, cancel: threading.Event
 ) -> AsyncIterator[StreamEvent | GenerationDone]:
-    """The backend's stream for ``plan``, produced on a thread and handed to the event loop."""
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+    """The backend's stream for ``plan``, produced on a thread; ``cancel`` stops the model."""
     request = plan.request
 
-    def produce() -> None:
-        try:
-            stream = getattr(backend, "stream_with_tools", None)
-            if callable(stream):
-                generator = stream(request.messages, plan.tools, request.params, plan.tool_choice)
-                try:
-                    for event in generator:
-                        if cancel.is_set():
-                            break
-                        loop.call_soon_threadsafe(queue.put_nowait, ("event", event))
-                finally:
-                    generator.close()  # stops the model at once when the client left
-            else:
-                result = backend.generate_with_tools(
+    def stream() -> Iterator[StreamEvent | GenerationDone]:
+        if callable(getattr(backend, "stream_with_tools", None)):
+            return iter(
+                backend.stream_with_tools(
                     request.messages, plan.tools, request.params, plan.tool_choice
                 )
-                loop.call_soon_threadsafe(
-                    queue.put_nowait, ("event", GenerationDone(result=result))
-                )
-        except BaseException as exc:  # handed to the consumer, raised there
-            loop.call_soon_threadsafe(queue.put_nowait, ("error", exc))
-        else:
-            loop.call_soon_threadsafe(queue.put_nowait, ("end", None))
+            )
+        result = backend.generate_with_tools(
+            request.messages, plan.tools, request.params, plan.tool_choice
+        )
+        return iter([GenerationDone(result=result)])
 
-    worker = threading.Thread(target=produce, name="tooluse-serve-generate", daemon=True)
-    worker.start()
-    try:
-        while True:
-            kind, payload = await queue.get()
-            if kind == "event":
-                yield payload
-            elif kind == "error":
-                raise payload
-            else:
-                return
-    finally:
-        cancel.set()
+    return aiter_on_thread(stream, name="tooluse-serve-generate", stop=cancel)
 
 
 def _checked_call(call: ToolCall, tools: dict[str, ToolDefinition]) -> tuple[ToolCall, str | None]:
