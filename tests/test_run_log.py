@@ -116,4 +116,3 @@ def test_a_logged_run_opens_in_the_trace_viewer(log_path, tmp_path):
     (trace,) = load_traces(saved)
     html = render_trace(trace)
     assert "add" in html and "final_text" in trace.stop_reason
-

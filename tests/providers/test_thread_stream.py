@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -66,7 +67,7 @@ async def test_stop_event_ends_the_producer():
         if count == 3:
             stop.set()
             break
-    time.sleep(0.2)
+    await asyncio.sleep(0.2)
     before = len(produced)
-    time.sleep(0.2)
+    await asyncio.sleep(0.2)
     assert len(produced) == before  # nothing more was generated
