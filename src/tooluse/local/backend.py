@@ -45,6 +45,7 @@ from tooluse.providers.base import (
     ModelCapabilities,
     SamplingParams,
     ToolChoice,
+    final_result,
 )
 from tooluse.providers.thread_stream import aiter_on_thread
 from tooluse.tools.definition import ToolDefinition
@@ -379,10 +380,7 @@ class LlamaCppBackend:
         tool_choice: ToolChoice = "auto",
     ) -> GenerationResult:
         """One assistant turn: text, or tool calls (constrained by a grammar by default)."""
-        for event in self.stream_with_tools(messages, tools, params, tool_choice):
-            if isinstance(event, GenerationDone):
-                return event.result
-        raise BackendError("generation ended without a result")  # unreachable by construction
+        return final_result(self.stream_with_tools(messages, tools, params, tool_choice))
 
     async def agenerate_with_tools(
         self,

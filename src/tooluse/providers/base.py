@@ -7,10 +7,11 @@ backend all implement :class:`Backend`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Union, runtime_checkable
 
+from tooluse.errors import BackendError
 from tooluse.events import StreamEvent
 from tooluse.messages import ChatMessage, ToolCall, Usage
 from tooluse.tools.definition import ToolDefinition
@@ -22,6 +23,7 @@ __all__ = [
     "ModelCapabilities",
     "SamplingParams",
     "ToolChoice",
+    "final_result",
 ]
 
 # "auto" | "none" | "required" | a tool name (forces that tool)
@@ -98,6 +100,15 @@ class GenerationDone:
     """Last event of a streamed generation: the whole turn."""
 
     result: GenerationResult
+
+
+def final_result(events: Iterable[Any]) -> GenerationResult:
+    """The turn a stream of events ends with (its :class:`GenerationDone`): how a streaming
+    backend answers ``generate_with_tools``."""
+    for event in events:
+        if isinstance(event, GenerationDone):
+            return event.result
+    raise BackendError("the generation ended without a result")
 
 
 @runtime_checkable

@@ -22,6 +22,7 @@ from tooluse.providers.base import (
     ModelCapabilities,
     SamplingParams,
     ToolChoice,
+    final_result,
 )
 from tooluse.tools.definition import ToolDefinition
 
@@ -115,10 +116,7 @@ class TextToolsBackend:
         params: SamplingParams | None = None,
         tool_choice: ToolChoice = "auto",
     ) -> GenerationResult:
-        for event in self.stream_with_tools(messages, tools, params, tool_choice):
-            if isinstance(event, GenerationDone):
-                return event.result
-        raise AssertionError("stream_with_tools always ends with GenerationDone")
+        return final_result(self.stream_with_tools(messages, tools, params, tool_choice))
 
     async def agenerate_with_tools(
         self,
