@@ -24,6 +24,11 @@ from functools import lru_cache
 from typing import Any
 
 from tooluse.errors import ToolDefinitionError
+from tooluse.tools.json_schema_rewrite import (
+    SCHEMA_LIST_KEYWORDS,
+    SCHEMA_MAP_KEYWORDS,
+    SCHEMA_VALUE_KEYWORDS,
+)
 
 __all__ = [
     "MAX_ARGUMENT_DEPTH",
@@ -86,21 +91,6 @@ def compile_pattern(pattern: str) -> Callable[[str], bool]:
 # ---------------------------------------------------------------------------------------------
 # Definition-time schema checks
 
-_SCHEMA_CHILD_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SCHEMA_CHILD_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SCHEMA_CHILDREN = (
-    "items",
-    "additionalProperties",
-    "not",
-    "contains",
-    "propertyNames",
-    "if",
-    "then",
-    "else",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "additionalItems",
-)
 # keywords through which a $ref chain can loop without ever describing a value
 _PASS_THROUGH = ("allOf", "anyOf", "oneOf")
 
@@ -169,17 +159,17 @@ def check_schema(schema: Mapping[str, Any], tool_name: str) -> None:
                 compile_pattern(pattern)
             except UnsafePatternError as exc:
                 raise fail(parts, str(exc)) from None
-        for key in _SCHEMA_CHILDREN:
+        for key in SCHEMA_VALUE_KEYWORDS:
             child = node.get(key)
             if isinstance(child, Mapping):
                 stack.append((child, (*parts, key)))
             elif key == "items" and isinstance(child, list):
                 stack.extend((c, (*parts, key, str(i))) for i, c in enumerate(child))
-        for key in _SCHEMA_CHILD_LISTS:
+        for key in SCHEMA_LIST_KEYWORDS:
             children = node.get(key)
             if isinstance(children, list):
                 stack.extend((c, (*parts, key, str(i))) for i, c in enumerate(children))
-        for key in _SCHEMA_CHILD_MAPS:
+        for key in SCHEMA_MAP_KEYWORDS:
             children = node.get(key)
             if isinstance(children, Mapping):
                 if key == "patternProperties":
