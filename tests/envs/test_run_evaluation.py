@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from tooluse.cli.app import app
 from tooluse.envs import (
+    ARITHMETIC_TASKS,
     ArithmeticEnvironment,
     TrajectoryRunner,
     pass_at_k,
@@ -101,14 +102,16 @@ def test_resume_after_a_kill_loses_and_repeats_nothing(tmp_path):
     finally:
         child.wait(timeout=30)
     before = read_keys(path)
-    assert 5 <= len(before) < 24
+    total = 3 * len(ARITHMETIC_TASKS)
+    assert 5 <= len(before) < total
     result = runner(AnswerKeyBackend()).run_evaluation(
         samples_per_task=3, out=tmp_path, progress=False
     )
     after = read_keys(path)
-    assert len(after) == len(set(after)) == 24  # 0 repeated
-    assert set(after) == {f"{i}/{s}" for i in range(8) for s in range(3)}  # 0 lost
-    assert result.run.skipped == len(before) and result.run.ran == 24 - len(before)
+    assert len(after) == len(set(after)) == total  # 0 repeated
+    tasks = range(len(ARITHMETIC_TASKS))
+    assert set(after) == {f"{i}/{s}" for i in tasks for s in range(3)}  # 0 lost
+    assert result.run.skipped == len(before) and result.run.ran == total - len(before)
     assert result.summary["success_rate"] == 1.0
 
 

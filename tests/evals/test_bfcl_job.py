@@ -367,3 +367,53 @@ def test_embedded_model_gives_identical_results_locally_and_on_ray(tmp_path):
     assert outcome(tmp_path / "ray") == outcome(tmp_path / "local")
     assert local["total"] == remote["total"] == 3
     assert all(value[2] is None for value in outcome(tmp_path / "local").values())
+
+
+class _PromptRecorder(OracleBackend):
+    """An oracle that also keeps the messages of each request."""
+
+    def __init__(self, entries, **kwargs):
+        super().__init__(entries, **kwargs)
+        self.seen: dict[str, list] = {}
+
+    def generate_with_tools(self, messages, tools=(), params=None, tool_choice="auto"):
+        self.seen[messages[-1].content] = list(messages)
+        return super().generate_with_tools(messages, tools, params, tool_choice)
+
+
+@pytest.mark.parametrize("style", ["native", "bfcl"])
+def test_few_shot_examples_go_in_the_system_prompt_in_the_model_s_call_format(tmp_path, style):
+    from tooluse.evals.bfcl_job import few_shot_prompt
+    from tooluse.local.profiles import SMOLLM2
+
+    entries = load_bfcl_category("parallel")[:2]
+    backend = _PromptRecorder(entries, text=style == "bfcl")
+    run_bfcl_job(
+        entries,
+        "oracle",
+        BFCLOptions(few_shot=True, prompt_style=style),
+        tmp_path,
+        progress=False,
+        backend_factory=lambda m: backend,
+    )
+    for messages in backend.seen.values():
+        assert messages[0].role == "system" and messages[1].role == "user"
+        assert "Question: What is the weather in Paris and in Rome?" in messages[0].content
+        if style == "bfcl":  # BFCL's own prompt stays in front; examples in its call syntax
+            assert messages[0].content.startswith("You are an expert in composing functions.")
+            answer = messages[0].content.split("Answer: ")[1].split("\n")[0]
+            assert decode_python_calls(answer) == [
+                {"get_weather": {"city": "Paris"}},
+                {"get_weather": {"city": "Rome"}},
+            ]
+    # the local model's examples are written as its grammar makes it write calls
+    local_like = type("Local", (), {"profile": SMOLLM2})()
+    text = few_shot_prompt(local_like)
+    first = text.split("Answer: ")[1].split("\n\nQuestion")[0]
+    parsed = SMOLLM2.parse_constrained(first)
+    assert [(c.name, c.arguments["city"]) for c in parsed.calls] == [
+        ("get_weather", "Paris"),
+        ("get_weather", "Rome"),
+    ]
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").open()]
+    assert all(r["options"]["few_shot"] is True for r in rows)

@@ -151,6 +151,9 @@ def register_bfcl_command(eval_app: typer.Typer) -> None:
         tools_top_k: int | None = typer.Option(
             None, "--tools-top-k", min=1, help="Offer only the K most relevant tools (BM25)."
         ),
+        few_shot: bool = typer.Option(
+            False, "--few-shot/--no-few-shot", help="Worked examples in the system prompt."
+        ),
         out: Path | None = typer.Option(
             None, "--out", help="Run directory: results.jsonl + summary.json; resumes."
         ),
@@ -187,6 +190,7 @@ def register_bfcl_command(eval_app: typer.Typer) -> None:
                 max_tokens=max_tokens,
                 temperature=temperature,
                 tools_top_k=tools_top_k,
+                few_shot=few_shot,
             )
             entries = _load_entries(_categories(category), data, answers, shipped)
             entries = select_entries(entries, sample=sample, seed=seed, limit=limit)

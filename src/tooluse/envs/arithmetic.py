@@ -68,6 +68,74 @@ ARITHMETIC_TASKS: tuple[Task, ...] = (
         prompt="What is the sum of all prime numbers below 50?",
         reference=328,
     ),
+    Task(id="product", prompt="What is 48 times 27?", reference=1296),
+    Task(
+        id="change",
+        prompt="Tom pays for a $6.75 sandwich with a $20 bill. How many dollars of change does he get?",
+        reference=13.25,
+    ),
+    Task(
+        id="rectangle",
+        prompt="A rectangle is 14 metres long and 9 metres wide. What is its area in square metres?",
+        reference=126,
+    ),
+    Task(
+        id="minutes",
+        prompt="How many minutes are there in 3 days?",
+        reference=4320,
+    ),
+    Task(
+        id="eggs",
+        prompt=(
+            "A farm collects 156 eggs and packs them in boxes of 12. How many full boxes does it "
+            "fill?"
+        ),
+        reference=13,
+    ),
+    Task(
+        id="discount",
+        prompt="A jacket costs $240 and is sold at 35% off. What is the sale price in dollars?",
+        reference=156,
+    ),
+    Task(
+        id="squares",
+        prompt="What is the sum of the squares of the whole numbers from 1 to 10?",
+        reference=385,
+    ),
+    Task(
+        id="savings",
+        prompt=(
+            "Ana saves $45 a week. After 12 weeks she spends $130 on a bike lock and helmet. "
+            "How many dollars has she left?"
+        ),
+        reference=410,
+    ),
+    Task(
+        id="factorial",
+        prompt="What is 10 factorial (10!)?",
+        reference=3628800,
+    ),
+    Task(
+        id="fuel",
+        prompt=(
+            "A car uses 6.5 litres of fuel per 100 km. How many litres does it use for a 340 km "
+            "trip?"
+        ),
+        reference=22.1,
+    ),
+    Task(
+        id="classes",
+        prompt=(
+            "A school has 7 classes of 28 pupils and 3 classes of 31 pupils. How many pupils "
+            "are there in all?"
+        ),
+        reference=289,
+    ),
+    Task(
+        id="remainder",
+        prompt="What is the remainder when 1000 is divided by 37?",
+        reference=1,
+    ),
 )
 
 

@@ -42,16 +42,14 @@ class EnvironmentRegistry:
     ) -> ToolEnvironment:
         """A new environment called ``name`` with the tools ``tool_types`` enables.
 
-        ``adapter`` exists for familiarity only: environments of other frameworks (GEM,
-        reasoning-gym, verifiers, OpenEnv) are not wrapped, so any value but ``None`` raises
-        ``ValueError``; ``math:GSM8K`` is native here and reads a local file (``data_path=``).
+        With ``adapter``, ``name`` names an environment of another library, wrapped by that
+        adapter (see :mod:`tooluse.envs.adapters`); ``math:GSM8K`` is native here and reads a
+        local file (``data_path=``).
         """
         if adapter is not None:
-            raise ValueError(
-                f"adapter {adapter!r} is not supported: tooluse does not wrap other frameworks' "
-                f"environments; its own are {', '.join(self.names())} (math:GSM8K reads a local "
-                "GSM8K JSONL file: data_path=...)"
-            )
+            from tooluse.envs.adapters import get_adapter
+
+            return get_adapter(adapter)(name, tool_types=tuple(tool_types), **options)
         factory = self._factories.get(name)
         if factory is None:
             raise KeyError(

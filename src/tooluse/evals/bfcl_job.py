@@ -42,6 +42,7 @@ __all__ = [
     "BFCLOptions",
     "bfcl_system_prompt",
     "decode_python_calls",
+    "few_shot_prompt",
     "entry_from_payload",
     "entry_payload",
     "load_backend",
@@ -85,6 +86,7 @@ class BFCLOptions:
     max_tokens: int | None = None
     temperature: float = 0.0
     tools_top_k: int | None = None
+    few_shot: bool = False
 
     def __post_init__(self) -> None:
         if self.tool_choice not in ("auto", "required"):
@@ -150,6 +152,56 @@ def bfcl_system_prompt(functions: Sequence[Mapping[str, Any]]) -> str:
     """BFCL's system prompt with the function docs (Python note added) as indented JSON."""
     docs = [{**f, "description": str(f.get("description", "")) + PYTHON_NOTE} for f in functions]
     return BFCL_SYSTEM_PROMPT.format(functions=json.dumps(docs, indent=4))
+
+
+# -- few-shot examples -------------------------------------------------------------------------
+
+# Made-up functions (not BFCL's), one per kind of answer the categories ask for: several calls
+# for several requests, one call, and no call when no function fits.
+_FEW_SHOT_EXAMPLES: tuple[tuple[str, tuple[tuple[str, dict[str, Any]], ...], str], ...] = (
+    (
+        "What is the weather in Paris and in Rome?",
+        (("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Rome"})),
+        "",
+    ),
+    ("Find the area of a circle of radius 3.", (("circle_area", {"radius": 3}),), ""),
+    (
+        "Who wrote Hamlet?",
+        (),
+        "None of the functions fits; Hamlet was written by William Shakespeare.",
+    ),
+)
+
+
+def few_shot_prompt(backend: Any, prompt_style: str = "native") -> str:
+    """Worked examples for the system prompt, the calls written as the model must write them
+    (Python calls for the ``bfcl`` style, the local model's call format, else JSON)."""
+    from tooluse.messages import ToolCall
+
+    profile = getattr(backend, "profile", None)
+    lines = ["Examples of answers (their functions are only examples, not available now):"]
+    for question, calls, text in _FEW_SHOT_EXAMPLES:
+        if not calls:
+            answer = text
+        elif prompt_style == "bfcl":
+            rendered = (
+                f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+                for name, args in calls
+            )
+            answer = f"[{', '.join(rendered)}]"
+        elif profile is not None:
+            answer = profile.render_calls([ToolCall(name=n, arguments=a) for n, a in calls])
+        else:
+            answer = json.dumps([{"name": n, "arguments": a} for n, a in calls])
+        lines.append(f"Question: {question}\nAnswer: {answer}")
+    return "\n\n".join(lines)
+
+
+def _with_system(messages: Sequence[ChatMessage], text: str) -> list[ChatMessage]:
+    """``messages`` with ``text`` put before the content of their system message (or as one)."""
+    if messages and messages[0].role == "system":
+        return [ChatMessage.system(f"{text}\n\n{messages[0].content}"), *messages[1:]]
+    return [ChatMessage.system(text), *messages]
 
 
 def _call_name(node: ast.expr) -> str:
@@ -275,12 +327,10 @@ def score_bfcl_entry(
         parallel_tool_calls=options.parallel_for(entry.category),
     )
     offered = list(tools)
+    if options.few_shot:
+        messages = _with_system(messages, few_shot_prompt(backend, options.prompt_style))
     if options.prompt_style == "bfcl":
-        system = bfcl_system_prompt(entry.functions)
-        if messages and messages[0].role == "system":
-            messages = [ChatMessage.system(f"{system}\n\n{messages[0].content}"), *messages[1:]]
-        else:
-            messages = [ChatMessage.system(system), *messages]
+        messages = _with_system(messages, bfcl_system_prompt(entry.functions))
         kwargs: dict[str, Any] = {"tools": (), "max_tool_iters": 0, "params": params}
     else:
         if options.tools_top_k is not None:

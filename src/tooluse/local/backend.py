@@ -94,6 +94,10 @@ class LlamaCppBackend:
       one; that turn reports ``finish_reason="length"``, no calls and a ``ParseError``.
       ``raw["closed_early"]`` says whether the call ran into the closing reserve (where it
       was steered to its end) rather than ending on its own before it.
+    - ``stop_repeated_calls=True``: in a turn of parallel calls, a call that repeats an
+      earlier one of the same turn exactly ends the turn, and the repeat is dropped (a small
+      model that starts repeating keeps on until the call limit). ``raw["repeat_dropped"]``
+      says when it happened. Turn it off when identical calls in one turn are meant.
     - After tool results the model answers from them (``profile.results_prompt``).
     - ``profile`` says how tools are shown and calls written (guessed from the model name).
     - ``chat_template`` overrides the template stored in the GGUF file (required when the file
@@ -113,6 +117,7 @@ class LlamaCppBackend:
         strict_grammar: bool = False,
         decider: ToolDecider | None = None,
         narrow_tools: bool = True,
+        stop_repeated_calls: bool = True,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         seed: int | None = None,
         verbose: bool = False,
@@ -146,6 +151,7 @@ class LlamaCppBackend:
         self.chat_template: str = template
         self.constrain = constrain
         self.narrow_tools = narrow_tools
+        self.stop_repeated_calls = stop_repeated_calls
         self.strict_grammar = strict_grammar
         self.max_tokens = max_tokens
         self.seed = seed
@@ -319,6 +325,7 @@ class LlamaCppBackend:
                 # an answer from tool results that starts repeating itself has said its piece
                 settings = replace(settings, stop_loops=True)
             grammar = None
+            parallel = False
             if plan.mode == "call":
                 allowed = plan.tools
                 if self.narrow_tools and len(allowed) > 1 and not params.parallel_tool_calls:
@@ -328,6 +335,8 @@ class LlamaCppBackend:
                 parallel = bool(params.parallel_tool_calls)
                 grammar = self.grammar_for(allowed, parallel)
                 settings = self._call_settings(settings, allowed, parallel, len(prompt))
+            watch_repeats = grammar is not None and parallel and self.stop_repeated_calls
+            repeat_dropped = False
             pieces: list[str] = []
             count = 0
             for step in self.loop.run(prompt, settings, grammar):
@@ -335,6 +344,11 @@ class LlamaCppBackend:
                 pieces.append(step.text)
                 if plan.mode == "text" and step.text:
                     yield TextDelta(text=step.text)
+                if watch_repeats and "}" in step.text:
+                    kept = self.profile.calls_before_repeat("".join(pieces))
+                    if kept is not None:
+                        pieces, repeat_dropped = [self.profile.render_calls(kept)], True
+                        break
             text = "".join(pieces)
         usage = Usage(input_tokens=len(prompt), output_tokens=count, requests=1)
         hit_limit = count >= settings.max_tokens or self.llm.n_tokens >= self.loop.n_ctx
@@ -368,7 +382,12 @@ class LlamaCppBackend:
             tool_calls=parsed.calls,
             usage=usage,
             finish_reason=finish,
-            raw={"plan": plan.reason, "output": text, "closed_early": closed_early},
+            raw={
+                "plan": plan.reason,
+                "output": text,
+                "closed_early": closed_early,
+                "repeat_dropped": repeat_dropped,
+            },
         )
         yield GenerationDone(result=result)
 

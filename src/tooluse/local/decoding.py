@@ -186,7 +186,12 @@ class TokenLoop:
         if common == len(tokens):
             common -= 1  # re-evaluate the last token so that its logits are current
         llm.n_tokens = common  # eval() drops the KV cells past n_tokens
-        llm.eval(tokens[common:])
+        # The last token always goes alone: llama.cpp's numbers depend slightly on the batch a
+        # token is evaluated in, and greedy decoding follows them, so a prompt evaluated fresh
+        # in one batch and the same prompt found in the cache would otherwise differ.
+        if len(tokens) - common > 1:
+            llm.eval(tokens[common:-1])
+        llm.eval(tokens[-1:])
         self.last_prefill_tokens = len(tokens) - common
         return self.last_prefill_tokens
 

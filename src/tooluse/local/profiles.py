@@ -171,6 +171,32 @@ class ToolPromptProfile:
             return ParsedTurn(text="", calls=tuple(calls), errors=tuple(errors))
         return self.parse(text)
 
+    def calls_before_repeat(self, text: str) -> tuple[ToolCall, ...] | None:
+        """For a turn of calls being written under the grammar: when the calls completed so
+        far end with an exact repeat (same name and arguments) of an earlier one, the calls
+        before that repeat; otherwise ``None``.
+
+        A small model that starts repeating a call it already made in the same turn is
+        looping: it goes on repeating until the call limit.
+        """
+        if self.list_form:
+            end = text.rfind("}")
+            if not text.startswith(self.open) or end < 0:
+                return None
+            # the token that closes a call may carry the separator that follows it
+            calls, error = read_call_json(f"[{text[len(self.open) : end + 1]}]")
+        else:
+            if not text.endswith(self.close):
+                return None
+            parsed = self.parse_constrained(text)
+            calls, error = list(parsed.calls), "; ".join(parsed.errors)
+        if error or len(calls) < 2:
+            return None
+        last = calls[-1]
+        if any(c.name == last.name and c.arguments == last.arguments for c in calls[:-1]):
+            return tuple(calls[:-1])
+        return None
+
     def parse(self, text: str) -> ParsedTurn:
         """Split model output into text and calls; unreadable call text stays in ``errors``.
 
