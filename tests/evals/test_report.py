@@ -216,3 +216,31 @@ def test_trace_viewer_renders_a_saved_run_and_a_trajectory(tmp_path):
     assert "runs.jsonl: arith-3" in dom and "print(3*4)" in dom and "step reward 0.5" in dom
     assert dom.count('class="trace"') == 2
     assert re.search(r"\d\.\d{3}s", dom)  # tool durations are shown
+
+
+def test_markdown_table_has_a_column_per_run_and_counts(two_runs, tmp_path):
+    out = tmp_path / "table.md"
+    result = CliRunner().invoke(
+        app,
+        [
+            "report",
+            str(two_runs / "constrained"),
+            str(two_runs / "free"),
+            "-o",
+            str(tmp_path / "r.html"),
+            "--markdown",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    lines = out.read_text().splitlines()
+    assert lines[0] == "| category | constrained (local) | free (local) |"
+    assert lines[2] == "| simple_python | 50% (1/2) | 100% (2/2) |"
+    assert lines[3] == "| parallel | 0% (0/1) | 100% (1/1) |"
+    assert lines[4] == "| irrelevance | 100% (1/1) | 0% (0/1) |"
+    assert lines[5] == "| **all** | 50% (2/4) | 75% (3/4) |"
+    assert lines[6] == "| items/min | 12.5 | 12.5 |"
+    printed = CliRunner().invoke(
+        app, ["report", str(two_runs / "free"), "-o", str(tmp_path / "s.html"), "--markdown", "-"]
+    )
+    assert "| simple_python | 100% (2/2) |" in printed.output

@@ -4,6 +4,7 @@
 
     tooluse report runs/constrained runs/unconstrained -o report.html --png accuracy.png
     tooluse report run.json trajectories.jsonl -o traces.html
+    tooluse report runs/a runs/b --markdown -            # the accuracy table for a README
 
 Each argument is a run directory (``results.jsonl`` from ``tooluse eval bfcl --out``), a saved
 ``RunResult`` (``RunResult.save``) or an environments' trajectory JSONL file.
@@ -29,10 +30,13 @@ def register(app: typer.Typer) -> None:
             None, "--png", help="Also write the accuracy chart as a PNG (headless Chromium)."
         ),
         title: str = typer.Option("tooluse evaluation", "--title"),
+        markdown: Path | None = typer.Option(
+            None, "--markdown", help="Also write the accuracy table as Markdown ('-': print it)."
+        ),
     ) -> None:
         """Write an HTML report: accuracy per category, error types, latency, every item."""
         from tooluse.evals.browser import BrowserError, svg_to_png
-        from tooluse.evals.report import accuracy_svg, load_run, render_report
+        from tooluse.evals.report import accuracy_svg, load_run, markdown_table, render_report
         from tooluse.evals.trace_view import load_traces
 
         runs, traces = [], []
@@ -49,6 +53,16 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(2) from None
         output.write_text(render_report(runs, traces=traces, title=title), encoding="utf-8")
         typer.echo(f"report written to {output} ({len(runs)} runs, {len(traces)} traces)")
+        if markdown is not None:
+            if not runs:
+                typer.echo("error: --markdown needs at least one run directory", err=True)
+                raise typer.Exit(2)
+            table = markdown_table(runs)
+            if str(markdown) == "-":
+                typer.echo(table, nl=False)
+            else:
+                markdown.write_text(table, encoding="utf-8")
+                typer.echo(f"accuracy table written to {markdown}")
         if png is not None:
             if not runs:
                 typer.echo("error: --png needs at least one run directory", err=True)

@@ -28,7 +28,7 @@ from typing import Any
 from tooluse.evals.engine import read_results
 from tooluse.evals.trace_view import TRACE_CSS, Trace, render_trace
 
-__all__ = ["RunData", "accuracy_svg", "load_run", "render_report"]
+__all__ = ["RunData", "accuracy_svg", "load_run", "markdown_table", "render_report"]
 
 PALETTE = ("#2f6db5", "#e07b24", "#3a9a5b", "#b8423c", "#7d5ba6", "#8c6d31")
 
@@ -69,6 +69,37 @@ def load_run(path: str | Path, name: str | None = None) -> RunData:
     return RunData(
         name=str(label or directory.name), path=str(directory), records=records, summary=summary
     )
+
+
+# -- Markdown -----------------------------------------------------------------------------------
+
+
+def markdown_table(runs: Sequence[RunData]) -> str:
+    """Accuracy per category as a Markdown table, one column per run (for READMEs): each cell
+    is ``65% (13/20)``; the last rows are all categories together and items per minute."""
+    categories: list[str] = []
+    for run in runs:
+        categories.extend(c for c in run.categories() if c not in categories)
+    lines = [
+        "| category | " + " | ".join(run.name.replace("|", "/") for run in runs) + " |",
+        "|---|" + "---|" * len(runs),
+    ]
+
+    def cell(correct: int, total: int) -> str:
+        return f"{correct / total:.0%} ({correct}/{total})" if total else "-"
+
+    for category in categories:
+        cells = [cell(*run.categories().get(category, (0, 0))) for run in runs]
+        lines.append(f"| {category} | " + " | ".join(cells) + " |")
+    totals = []
+    for run in runs:
+        scores = run.categories().values()
+        totals.append(cell(sum(c for c, _ in scores), sum(t for _, t in scores)))
+    lines.append("| **all** | " + " | ".join(totals) + " |")
+    speeds = [run.summary.get("items_per_minute") for run in runs]
+    if any(speed for speed in speeds):
+        lines.append("| items/min | " + " | ".join(f"{s:.1f}" if s else "-" for s in speeds) + " |")
+    return "\n".join(lines) + "\n"
 
 
 # -- SVG charts --------------------------------------------------------------------------------
