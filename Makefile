@@ -60,6 +60,8 @@ bench: install
 	# Baselines used only by the benchmarks.
 	$(PIP) install --quiet partial-json-parser pydantic-ai-slim
 	$(PY) benchmarks/run_all.py
+	# The README's figures are rendered from benchmarks/results/ (a test checks they agree).
+	$(PY) benchmarks/readme_figures.py
 
 # Mutation run over the core modules (slow, so not part of `make test`): kill rate per module
 # group, summary in benchmarks/results/mutation.json. MUTANTS=N mutants per group (fixed seed).

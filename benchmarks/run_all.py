@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import platform
 import sys
 import time
@@ -45,9 +46,11 @@ def main(argv: list[str]) -> int:
             continue
         record = {
             "benchmark": name,
+            "recorded": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "seconds": round(time.perf_counter() - started, 2),
             "python": platform.python_version(),
             "machine": platform.machine(),
+            "cpus": os.cpu_count(),
             "figures": figures,
         }
         out = RESULTS / f"{name}.json"
