@@ -43,6 +43,7 @@ __all__ = [
     "StepResult",
     "Task",
     "ToolEnvironment",
+    "check_action",
     "submit_answer_tool",
 ]
 
@@ -126,6 +127,16 @@ class StepResult:
     @property
     def tool_results(self) -> tuple[ToolResult, ...]:
         return tuple(self.info.get("tool_results", ()))
+
+
+def check_action(state: EnvState, action: Action) -> None:
+    """``ValueError`` for a step on a finished episode or an action that repeats call ids."""
+    if state.done:
+        raise ValueError("the episode is over; call reset() to start a new one")
+    ids = [c.id for c in action.tool_calls]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise ValueError(f"an action repeats tool call ids: {', '.join(repeated)}")
 
 
 def submit_answer_tool(
@@ -337,12 +348,7 @@ class ToolEnvironment:
     # -- the shared core -----------------------------------------------------------------------
 
     def _plan(self, state: EnvState, action: Action) -> _Plan:
-        if state.done:
-            raise ValueError("the episode is over; call reset() to start a new one")
-        ids = [c.id for c in action.tool_calls]
-        repeated = sorted({i for i in ids if ids.count(i) > 1})
-        if repeated:
-            raise ValueError(f"an action repeats tool call ids: {', '.join(repeated)}")
+        check_action(state, action)
         known: dict[str, ToolResult] = {}
         to_run: list[ToolCall] = []
         answer: Any = None

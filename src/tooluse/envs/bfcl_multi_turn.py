@@ -38,7 +38,15 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tooluse.envs.base import Action, EnvState, Observation, StepResult, Task, ToolEnvironment
+from tooluse.envs.base import (
+    Action,
+    EnvState,
+    Observation,
+    StepResult,
+    Task,
+    ToolEnvironment,
+    check_action,
+)
 from tooluse.envs.bfcl_world import (
     ADDED_FUNCTIONS_MESSAGE,
     MULTI_TURN_CATEGORIES,
@@ -172,12 +180,7 @@ class BFCLMultiTurnEnvironment(ToolEnvironment):
 
     def step(self, state: EnvState, action: Action) -> StepResult:
         """Run the action's calls in order, or end the user turn when it has none."""
-        if state.done:
-            raise ValueError("the episode is over; call reset() to start a new one")
-        ids = [c.id for c in action.tool_calls]
-        repeated = sorted({i for i in ids if ids.count(i) > 1})
-        if repeated:
-            raise ValueError(f"an action repeats tool call ids: {', '.join(repeated)}")
+        check_action(state, action)
         entry = self._entries[state.task_index]
         data = state.data
         turn = int(data["turn"])

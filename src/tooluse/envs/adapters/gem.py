@@ -74,7 +74,15 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tooluse.envs.arithmetic import SESSION_NOTE
-from tooluse.envs.base import Action, EnvState, Observation, StepResult, Task, ToolEnvironment
+from tooluse.envs.base import (
+    Action,
+    EnvState,
+    Observation,
+    StepResult,
+    Task,
+    ToolEnvironment,
+    check_action,
+)
 from tooluse.envs.python_sessions import SessionPool, new_episode_data
 from tooluse.envs.rewards import (
     CorrectnessReward,
@@ -310,12 +318,7 @@ class GemEnvironment(ToolEnvironment):
 
         ``python`` calls run first, in the episode's session; every call gets one result.
         """
-        if state.done:
-            raise ValueError("the episode is over; call reset() to start a new one")
-        ids = [c.id for c in action.tool_calls]
-        repeated = sorted({i for i in ids if ids.count(i) > 1})
-        if repeated:
-            raise ValueError(f"an action repeats tool call ids: {', '.join(repeated)}")
+        check_action(state, action)
         data = dict(state.data)
         python_calls = [c for c in action.tool_calls if c.name == "python" and self._has_python]
         python_results: dict[str, ToolResult] = {}

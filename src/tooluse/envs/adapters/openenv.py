@@ -72,7 +72,15 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from tooluse.envs.adapters.openenv_server import OpenEnvServer, fetch_schema
-from tooluse.envs.base import Action, EnvState, Observation, StepResult, Task, ToolEnvironment
+from tooluse.envs.base import (
+    Action,
+    EnvState,
+    Observation,
+    StepResult,
+    Task,
+    ToolEnvironment,
+    check_action,
+)
 from tooluse.envs.rewards import (
     CorrectnessReward,
     RewardSignal,
@@ -302,12 +310,7 @@ class OpenEnvEnvironment(ToolEnvironment):
 
     def step(self, state: EnvState, action: Action) -> StepResult:
         """Send the action's calls to the server in order (no calls: the episode ends)."""
-        if state.done:
-            raise ValueError("the episode is over; call reset() to start a new one")
-        ids = [c.id for c in action.tool_calls]
-        repeated = sorted({i for i in ids if ids.count(i) > 1})
-        if repeated:
-            raise ValueError(f"an action repeats tool call ids: {', '.join(repeated)}")
+        check_action(state, action)
         data = state.data
         actions, rewards = list(data["actions"]), list(data["rewards"])
         step_rewards: list[float] = []
