@@ -514,7 +514,11 @@ def _run_line(name: str, record: dict[str, Any]) -> str:
     if record.get("cpus"):
         where.append(f"{record['cpus']} CPUs")
     where.append(f"{record['seconds'] / 60:.1f} min")
-    return f"`{name}.json` ({', '.join(str(w) for w in where if w)})"
+    line = f"`{name}.json` ({', '.join(str(w) for w in where if w)})"
+    # a run known to be disturbed says so in its record; its absolute figures are not to be used
+    if record.get("conditions"):
+        line += f": {record['conditions']}"
+    return line
 
 
 def render_benchmarks(r: Results) -> str:
