@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from tooluse.execution.local import normalize_tools
+from tooluse.execution.base import normalize_tools
 from tooluse.loop import RunOptions, RunResult, arun, run
 from tooluse.messages import ChatMessage
 from tooluse.providers.base import SamplingParams

@@ -9,8 +9,9 @@ Both drive the same state machine (:mod:`tooluse.loop_core`); only the I/O diffe
 reach the model follows a three-way priority:
 
 1. native function calling when ``backend.capabilities.supports_function_calling``;
-2. otherwise a text ``tool_call_parser``: tools are formatted into the system prompt with
-   ``parser.format_tools`` and calls are read from the reply with ``parser.parse``;
+2. otherwise a text ``tool_call_parser``: the backend is wrapped in a
+   :class:`~tooluse.providers.text_tools.TextToolsBackend`, which formats the tools into the
+   system prompt and reads the calls from the reply as it streams;
 3. otherwise tools are ignored, with a logged warning naming the backend.
 
 ``iter_run`` / ``aiter_run`` yield the loop's events as they happen (text deltas when
@@ -35,14 +36,15 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any, TypedDict, Union
 
-from tooluse.execution.local import (
+from tooluse.execution.base import (
     DEFAULT_MAX_OUTPUT_CHARS,
+    AbstractToolExecutor,
     AfterHook,
     BeforeHook,
     CancellationToken,
     ToolsArg,
 )
-from tooluse.execution.parallel import AsyncToolExecutor
+from tooluse.execution.local import ToolExecutor
 from tooluse.loop_core import (
     Execute,
     Generate,
@@ -62,7 +64,14 @@ from tooluse.loop_core import (
     loop_steps,
 )
 from tooluse.messages import ChatMessage, ToolResult
-from tooluse.providers.base import GenerationDone, GenerationResult, SamplingParams, ToolChoice
+from tooluse.providers.base import (
+    Backend,
+    GenerationDone,
+    GenerationResult,
+    SamplingParams,
+    ToolChoice,
+    as_backend,
+)
 from tooluse.run_log import log_requested
 
 if TYPE_CHECKING:
@@ -101,14 +110,14 @@ def _hooks(value: Any) -> tuple[Any, ...]:
     return tuple(value)
 
 
-def backend_label(backend: Any) -> str:
+def backend_label(backend: object) -> str:
     """How warnings name a backend: its class, plus its ``name`` when it has one."""
     cls = type(backend).__name__
     name = getattr(backend, "name", None)
     return f"{cls}({name!r})" if isinstance(name, str) and name and name != cls else cls
 
 
-def choose_mode(backend: Any, has_tools: bool, parser: Any) -> ToolMode:
+def choose_mode(backend: Backend, has_tools: bool, parser: Any) -> ToolMode:
     """The runner priority: native calling, else a text parser, else no tools (warned)."""
     if not has_tools:
         return "native"
@@ -176,7 +185,7 @@ class RunOptions(TypedDict, total=False):
 
 
 def build_setup(
-    backend: Any,
+    backend: Backend,
     *,
     tools: ToolsArg | None = None,
     tool_choice: ToolChoice = "auto",
@@ -195,7 +204,7 @@ def build_setup(
     cancel: CancellationToken | None = None,
     stream: bool = False,
     terminal_validators: Mapping[str, TerminalValidator] | None = None,
-    executor: AsyncToolExecutor | None = None,
+    executor: AbstractToolExecutor | None = None,
     tools_top_k: int | None = None,
     tool_scorer: Any = None,
 ) -> LoopSetup:
@@ -208,7 +217,7 @@ def build_setup(
         raise ValueError("max_identical_calls must be >= 1")
     owns_executor = executor is None
     if executor is None:
-        executor = AsyncToolExecutor(
+        executor = ToolExecutor(
             tools,
             timeout=tool_timeout,
             timeouts=tool_timeouts,
@@ -259,8 +268,8 @@ def build_setup(
 class _Driving:
     """The bookkeeping both drivers share around :func:`loop_steps`."""
 
-    def __init__(self, backend: Any, setup: LoopSetup, history: list[ChatMessage]) -> None:
-        self.backend = backend
+    def __init__(self, backend: Backend, setup: LoopSetup, history: list[ChatMessage]) -> None:
+        self.backend = setup.model(as_backend(backend))
         self.setup = setup
         self._core = loop_steps(setup, history)
         self._outcome: Any = None
@@ -320,63 +329,54 @@ def _request(step: Generate) -> tuple[Any, ...]:
     return (step.messages, step.tools, step.params, step.tool_choice)
 
 
-def _model_turn_sync(backend: Any, step: Generate) -> Iterable[Any]:
-    stream = getattr(backend, "stream_with_tools", None) if step.stream else None
-    if stream is None:
-        return (backend.generate_with_tools(*_request(step)),)
-    return stream(*_request(step))  # type: ignore[no-any-return]
+def _model_turn_sync(backend: Backend, step: Generate) -> Iterable[Any]:
+    if step.stream:
+        return backend.stream(*_request(step))
+    return (backend.generate(*_request(step)),)
 
 
-async def _model_turn_async(backend: Any, step: Generate) -> AsyncIterator[Any]:
-    stream = getattr(backend, "astream_with_tools", None) if step.stream else None
-    if stream is None:
-        yield await backend.agenerate_with_tools(*_request(step))
+async def _model_turn_async(backend: Backend, step: Generate) -> AsyncIterator[Any]:
+    if not step.stream:
+        yield await backend.agenerate(*_request(step))
         return
-    async for item in stream(*_request(step)):
+    async for item in backend.astream(*_request(step)):
         yield item
-
-
-def _standard_batches(executor: AsyncToolExecutor, method: str) -> bool:
-    """Whether the executor runs a batch the standard way, so that each call can be reported
-    as it completes (an executor that overrides the batch method, e.g. an environment stepping
-    a whole round at once, is called as a batch)."""
-    return getattr(type(executor), method, None) is getattr(AsyncToolExecutor, method)
 
 
 def _execute_sync(driving: _Driving, step: Execute) -> Iterator[LoopEvent]:
     """Run a batch, yielding each call's finished event as soon as that call ends."""
     setup = driving.setup
-    executor = setup.executor
-    if len(step.calls) == 1 or not _standard_batches(executor, "execute_batch"):
-        yield from driving.executed(step, executor.execute_batch(step.calls, cancel=setup.cancel))
-        return
     results: dict[int, ToolResult] = {}
-    for index, result in executor.iter_batch(step.calls, cancel=setup.cancel):
+    for index, result in setup.executor.iter_batch(step.calls, cancel=setup.cancel):
         results[index] = result
         yield finished_event(step, index, result)
-    yield from driving.executed(step, [results[i] for i in range(len(step.calls))], results)
+    yield from driving.executed(step, _in_order(step, results), results)
 
 
 async def _execute_async(driving: _Driving, step: Execute) -> AsyncGenerator[LoopEvent, None]:
     """The async twin of :func:`_execute_sync`."""
     setup = driving.setup
-    executor = setup.executor
-    if len(step.calls) == 1 or not _standard_batches(executor, "execute_batch_async"):
-        results = await executor.execute_batch_async(step.calls, cancel=setup.cancel)
-        for event in driving.executed(step, results):
-            yield event
-        return
     ended: dict[int, ToolResult] = {}
     # aclosing: when this stops early (the run's consumer left), the running calls are cancelled.
-    async with contextlib.aclosing(executor.aiter_batch(step.calls, cancel=setup.cancel)) as each:
+    batch = setup.executor.aiter_batch(step.calls, cancel=setup.cancel)
+    async with contextlib.aclosing(batch) as each:  # type: ignore[type-var]
         async for index, result in each:
             ended[index] = result
             yield finished_event(step, index, result)
-    for event in driving.executed(step, [ended[i] for i in range(len(step.calls))], ended):
+    for event in driving.executed(step, _in_order(step, ended), ended):
         yield event
 
 
-def drive_sync(backend: Any, setup: LoopSetup, history: list[ChatMessage]) -> Iterator[LoopEvent]:
+def _in_order(step: Execute, results: Mapping[int, ToolResult]) -> list[ToolResult]:
+    """A batch's results in call order; an executor that left a call unanswered is a bug in
+    that executor, named here rather than as a history the next request would refuse."""
+    missing = [step.calls[i].name for i in range(len(step.calls)) if i not in results]
+    if missing:
+        raise RuntimeError(f"the tool executor gave no result for: {', '.join(missing)}")
+    return [results[i] for i in range(len(step.calls))]
+
+
+def drive_sync(backend: Backend, setup: LoopSetup, history: list[ChatMessage]) -> Iterator[LoopEvent]:
     """Run the loop with blocking calls, yielding its events; the last is ``RunFinished``.
 
     The calls of a round run in parallel worker threads and each one's
@@ -387,7 +387,7 @@ def drive_sync(backend: Any, setup: LoopSetup, history: list[ChatMessage]) -> It
         for step in driving.steps():
             if isinstance(step, Generate):
                 with driving.model_turn():
-                    for item in _model_turn_sync(backend, step):
+                    for item in _model_turn_sync(driving.backend, step):
                         if (event := driving.take(item)) is not None:
                             yield event
             elif isinstance(step, Execute):
@@ -400,7 +400,7 @@ def drive_sync(backend: Any, setup: LoopSetup, history: list[ChatMessage]) -> It
 
 
 async def drive_async(
-    backend: Any, setup: LoopSetup, history: list[ChatMessage]
+    backend: Backend, setup: LoopSetup, history: list[ChatMessage]
 ) -> AsyncIterator[LoopEvent]:
     """Run the loop with awaits, yielding its events; the last is ``RunFinished``.
 
@@ -412,7 +412,7 @@ async def drive_async(
         for step in driving.steps():
             if isinstance(step, Generate):
                 with driving.model_turn():
-                    async for item in _model_turn_async(backend, step):
+                    async for item in _model_turn_async(driving.backend, step):
                         if (event := driving.take(item)) is not None:
                             yield event
             elif isinstance(step, Execute):
@@ -463,7 +463,7 @@ class ResultCollector:
 
 
 def iter_run(
-    backend: Any, prompt: Prompt, *, system_prompt: str | None = None, **options: Unpack[RunOptions]
+    backend: Backend, prompt: Prompt, *, system_prompt: str | None = None, **options: Unpack[RunOptions]
 ) -> Iterator[LoopEvent]:
     """Like :func:`run`, but yields the loop's events; the last one is :class:`RunFinished`."""
     setup = build_setup(backend, **options)
@@ -471,7 +471,7 @@ def iter_run(
 
 
 def aiter_run(
-    backend: Any, prompt: Prompt, *, system_prompt: str | None = None, **options: Unpack[RunOptions]
+    backend: Backend, prompt: Prompt, *, system_prompt: str | None = None, **options: Unpack[RunOptions]
 ) -> AsyncIterator[LoopEvent]:
     """Like :func:`arun`, but an async iterator of the loop's events (last: ``RunFinished``)."""
     setup = build_setup(backend, **options)
@@ -479,7 +479,7 @@ def aiter_run(
 
 
 def run(
-    backend: Any,
+    backend: Backend,
     prompt: Prompt,
     *,
     system_prompt: str | None = None,
@@ -540,7 +540,7 @@ def run(
 
 
 async def arun(
-    backend: Any,
+    backend: Backend,
     prompt: Prompt,
     *,
     system_prompt: str | None = None,
@@ -565,7 +565,7 @@ async def arun(
 
 def _log(
     result: RunResult | None,
-    backend: Any,
+    backend: Backend,
     prompt: Any,
     options: Any,
     started: float,

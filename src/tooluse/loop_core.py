@@ -5,8 +5,10 @@
 outcome through ``send``, and returns the :class:`RunResult`. ``tooluse.run`` drives it with
 blocking calls, ``tooluse.arun`` with awaits, so both behave identically by construction.
 
-Per round: generate, read the calls (natively or with a text parser), refuse repeats, validate
-terminal calls, execute the rest in parallel, append one result per call id, continue.
+Per round: generate, read the calls, refuse repeats, validate terminal calls, execute the rest
+in parallel, append one result per call id, continue. The loop knows native calls only: a model
+without function calling reaches it through a :class:`TextToolsBackend`, which writes the tools
+into its prompt and reads its calls (and the calls it failed to write) back from its text.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from enum import Enum
 from typing import Any, Literal, Union
 
 from tooluse.events import ParseError, StreamEvent
-from tooluse.execution.local import CancellationToken
-from tooluse.execution.parallel import AsyncToolExecutor
+from tooluse.execution.base import AbstractToolExecutor, CancellationToken
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage, new_call_id, render_output
-from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
+from tooluse.providers.base import Backend, GenerationResult, SamplingParams, ToolChoice
+from tooluse.providers.text_tools import TextToolsBackend
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
@@ -277,7 +279,7 @@ TerminalValidator = Callable[[dict[str, Any]], Any]
 class LoopSetup:
     """Everything a run needs besides the messages (built by ``tooluse.run``/``arun``)."""
 
-    executor: AsyncToolExecutor
+    executor: AbstractToolExecutor
     mode: ToolMode
     tool_choice: ToolChoice = "auto"
     max_tool_iters: int = 10
@@ -296,6 +298,13 @@ class LoopSetup:
     @property
     def tools(self) -> tuple[ToolDefinition, ...]:
         return self.executor.definitions
+
+    def model(self, backend: Backend) -> Backend:
+        """The backend the run talks to: ``backend``, or in text mode ``backend`` behind a
+        :class:`TextToolsBackend` that writes the tools into the prompt with ``parser``."""
+        if self.mode == "text":
+            return TextToolsBackend(backend, self.parser)
+        return backend
 
     def offered_tools(self, history: Sequence[ChatMessage]) -> tuple[ToolDefinition, ...]:
         """The tools shown to the model: all of them, or the ``tools_top_k`` best for the
@@ -327,60 +336,6 @@ def _unique_ids(calls: Sequence[ToolCall], used: set[str]) -> tuple[ToolCall, ..
     return tuple(out)
 
 
-def _tool_results_text(parser: Any, results: Sequence[ToolResult]) -> str:
-    """Tool results as the text a model without native tools reads (the parser's own wording
-    when it has ``format_tool_results``, else ``<tool_response>`` blocks as Hermes/Qwen use)."""
-    render = getattr(parser, "format_tool_results", None)
-    if callable(render):
-        return str(render(list(results)))
-    return "\n".join(f"<tool_response>\n{r.output}\n</tool_response>" for r in results)
-
-
-def _calls_text(message: ChatMessage) -> str:
-    """An assistant turn with calls but no recorded text (history from elsewhere), as text."""
-    blocks = [
-        "<tool_call>\n"
-        + json.dumps({"name": c.name, "arguments": c.arguments}, ensure_ascii=False)
-        + "\n</tool_call>"
-        for c in message.tool_calls
-    ]
-    return "\n".join([message.content, *blocks]).strip()
-
-
-def text_mode_view(
-    history: Sequence[ChatMessage], tools_text: str, choice: ToolChoice, parser: Any
-) -> tuple[ChatMessage, ...]:
-    """The history as a model without native tools sees it: tools in the system prompt, its own
-    turns as the text it wrote, and tool results as a user turn. Plain roles only, so the view
-    is valid for any backend (no call ids to match)."""
-    if choice == "required":
-        tools_text += "\n\nYou must call at least one of these tools now."
-    elif choice not in ("auto", "none"):
-        tools_text += f"\n\nYou must call the tool {choice!r} now."
-    out: list[ChatMessage] = []
-    pending: list[ToolResult] = []
-    for message in history:
-        if message.role == "tool" and message.result is not None:
-            pending.append(message.result)
-            continue
-        if pending:
-            out.append(ChatMessage.user(_tool_results_text(parser, pending)))
-            pending = []
-        if message.role == "assistant" and message.tool_calls:
-            text = message.metadata.get("raw_text")
-            message = ChatMessage(
-                role="assistant", content=text if text is not None else _calls_text(message)
-            )
-        out.append(message)
-    if pending:
-        out.append(ChatMessage.user(_tool_results_text(parser, pending)))
-    if out and out[0].role == "system":
-        out[0] = dataclasses.replace(out[0], content=f"{out[0].content}\n\n{tools_text}".strip())
-    else:
-        out.insert(0, ChatMessage.system(tools_text))
-    return tuple(out)
-
-
 def _parse_errors_message(errors: Sequence[ParseError]) -> ChatMessage:
     lines = "\n".join(f"- {e.message}" for e in errors)
     return ChatMessage.user(
@@ -405,167 +360,190 @@ def _terminal_outcome(setup: LoopSetup, call: ToolCall) -> tuple[ToolResult, dic
     return ToolResult.success(call.id, call.name, render_output(arguments)), arguments
 
 
-def loop_steps(setup: LoopSetup, history: list[ChatMessage]) -> Generator[Step, Any, RunResult]:
-    """The tool loop; ``history`` (already valid) is extended in place with the new turns."""
-    start = len(history)
-    by_name = {d.name: d for d in setup.tools}
-    offered = setup.offered_tools(history)
-    tools_text = setup.parser.format_tools(offered) if setup.mode == "text" else ""
-    used_ids = {c.id for m in history for c in m.tool_calls}
-    seen: Counter[str] = Counter()
-    trail: list[TrailEntry] = []
-    usage = Usage()
-    choice = setup.tool_choice
-    iteration = 0
+@dataclass
+class _Round:
+    """One round of calls: the results known before execution (terminal, refused) and the
+    calls left to run."""
 
-    def finish(reason: StopReason, output: Any = None) -> RunResult:
+    results: dict[str, ToolResult] = field(default_factory=dict)
+    to_run: list[ToolCall] = field(default_factory=list)
+    terminal_output: dict[str, Any] | None = None
+    refused: int = 0
+
+
+class _Run:
+    """The state of one run, and the stages of a round that need no I/O."""
+
+    def __init__(self, setup: LoopSetup, history: list[ChatMessage]) -> None:
+        self.setup = setup
+        self.history = history
+        self.start = len(history)
+        self.by_name = {d.name: d for d in setup.tools}
+        self.offered = setup.offered_tools(history)
+        self.used_ids = {c.id for m in history for c in m.tool_calls}
+        self.seen: Counter[str] = Counter()
+        self.trail: list[TrailEntry] = []
+        self.usage = Usage()
+        self.choice = setup.tool_choice
+        self.iteration = 0
+
+    @property
+    def cancelled(self) -> bool:
+        return self.setup.cancel is not None and self.setup.cancel.cancelled
+
+    def finish(self, reason: StopReason, output: Any = None) -> RunResult:
         final = ""
-        for message in reversed(history[start:]):
+        for message in reversed(self.history[self.start :]):
             if message.role == "assistant":
                 final = message.content
                 break
         return RunResult(
             final_text=final,
-            messages=tuple(history),
+            messages=tuple(self.history),
             stop_reason=reason,
-            trail=tuple(trail),
-            usage=usage,
+            trail=tuple(self.trail),
+            usage=self.usage,
             output=output,
-            iterations=iteration,
-            mode=setup.mode,
-            new_messages_start=start,
+            iterations=self.iteration,
+            mode=self.setup.mode,
+            new_messages_start=self.start,
         )
 
-    while True:
-        if setup.cancel is not None and setup.cancel.cancelled:
-            return finish(StopReason.CANCELLED)
-        at_limit = iteration >= setup.max_tool_iters
-        turn_choice: ToolChoice = "none" if at_limit and setup.final_answer_on_limit else choice
-        if setup.mode == "native":
-            request = Generate(
-                messages=tuple(history),
-                tools=offered,
-                tool_choice=turn_choice,
-                params=setup.params,
-                stream=setup.stream,
-            )
-        else:
-            view = tuple(history)
-            if setup.mode == "text" and turn_choice != "none":
-                view = text_mode_view(history, tools_text, turn_choice, setup.parser)
-            request = Generate(
-                messages=view, tools=(), tool_choice="auto", params=setup.params, stream=False
-            )
-        try:
-            generated: GenerationResult = yield request
-        except Exception as exc:
-            # The driver throws the backend's error in here so that the caller keeps what the
-            # run did so far (tools may have had effects): ``exc.partial_result``.
-            _attach_partial_result(exc, finish(StopReason.ERROR))
-            raise
-        if generated.usage is not None:
-            usage = usage + generated.usage
-        parse_errors: tuple[ParseError, ...] = ()
-        if setup.mode == "text":
-            parsed = setup.parser.parse(generated.text, setup.tools)
-            parse_errors = tuple(parsed.errors)
-            message = ChatMessage(
-                role="assistant",
-                content=parsed.text.strip() if parsed.tool_calls else parsed.text,
-                tool_calls=_unique_ids(parsed.tool_calls, used_ids),
-                reasoning=generated.reasoning or parsed.reasoning,
-                metadata={"raw_text": generated.text},
-            )
-        elif setup.mode == "none":
+    def request(self, at_limit: bool) -> Generate:
+        """This turn's request: the offered tools, or none once the limit asks for an answer."""
+        setup = self.setup
+        choice: ToolChoice = "none" if at_limit and setup.final_answer_on_limit else self.choice
+        offered = self.offered if setup.mode != "none" else ()
+        return Generate(
+            messages=tuple(self.history),
+            tools=offered,
+            tool_choice=choice if offered else "auto",
+            params=setup.params,
+            stream=setup.stream,
+        )
+
+    def take_turn(self, generated: GenerationResult) -> ChatMessage:
+        """Append the model's turn (calls with unique ids) to the history."""
+        self.usage = self.usage + generated.usage
+        message = generated.to_message()
+        if self.setup.mode == "none":
             # Tools were not offered: calls (if a backend sent any anyway) are not ours to run.
-            message = dataclasses.replace(generated.to_message(), tool_calls=())
-        else:
-            message = generated.to_message()
-            fixed = _unique_ids(message.tool_calls, used_ids)
-            if fixed != message.tool_calls:
-                message = dataclasses.replace(message, tool_calls=fixed, parts=())
-        history.append(message)
-        yield ModelTurnFinished(message=message, usage=generated.usage, iteration=iteration)
-        calls = message.tool_calls
+            message = dataclasses.replace(message, tool_calls=())
+        fixed = _unique_ids(message.tool_calls, self.used_ids)
+        if fixed != message.tool_calls:
+            message = dataclasses.replace(message, tool_calls=fixed, parts=())
+        self.history.append(message)
+        return message
 
-        if not calls:
-            if parse_errors and not at_limit:
-                history.append(_parse_errors_message(parse_errors))
-                iteration += 1
-                continue
-            return finish(StopReason.FINAL_TEXT)
+    def answer(self, call: ToolCall, result: ToolResult) -> None:
+        self.history.append(ChatMessage.tool_result(result))
+        self.trail.append(_trail_entry(call, result, self.iteration))
 
-        if at_limit:
-            # No more tool rounds; a valid terminal call still ends the run as asked.
-            note = (
-                f"not executed: the limit of {setup.max_tool_iters} tool rounds was reached; "
-                "answer with what you have"
-            )
-            accepted: dict[str, Any] | None = None
-            for call in calls:
-                definition = by_name.get(call.name)
-                if accepted is None and definition is not None and definition.is_terminal:
-                    result, accepted = _terminal_outcome(setup, call)
-                else:
-                    result = ToolResult.failure(call.id, call.name, note)
-                history.append(ChatMessage.tool_result(result))
-                trail.append(_trail_entry(call, result, iteration))
-            if accepted is not None:
-                return finish(StopReason.TERMINAL_TOOL, accepted)
-            return finish(StopReason.MAX_TOOL_ITERS)
-
-        iteration += 1
-        results: dict[str, ToolResult] = {}
-        terminal_output: dict[str, Any] | None = None
-        refused = 0
-        to_run: list[ToolCall] = []
+    def stop_at_limit(self, calls: Sequence[ToolCall]) -> RunResult:
+        """No more tool rounds: every call is answered ``not executed``, except that a valid
+        terminal call still ends the run as asked."""
+        note = (
+            f"not executed: the limit of {self.setup.max_tool_iters} tool rounds was reached; "
+            "answer with what you have"
+        )
+        accepted: dict[str, Any] | None = None
         for call in calls:
-            definition = by_name.get(call.name)
+            definition = self.by_name.get(call.name)
+            if accepted is None and definition is not None and definition.is_terminal:
+                result, accepted = _terminal_outcome(self.setup, call)
+            else:
+                result = ToolResult.failure(call.id, call.name, note)
+            self.answer(call, result)
+        if accepted is not None:
+            return self.finish(StopReason.TERMINAL_TOOL, accepted)
+        return self.finish(StopReason.MAX_TOOL_ITERS)
+
+    def plan_round(self, calls: Sequence[ToolCall]) -> _Round:
+        """Settle terminal calls and refused repeats; the rest is left to run."""
+        plan = _Round()
+        for call in calls:
+            definition = self.by_name.get(call.name)
             if definition is not None and definition.is_terminal:
-                if terminal_output is not None:
-                    results[call.id] = ToolResult.failure(
+                if plan.terminal_output is not None:
+                    plan.results[call.id] = ToolResult.failure(
                         call.id, call.name, "ignored: another final call was accepted first"
                     )
-                    continue
-                results[call.id], terminal_output = _terminal_outcome(setup, call)
+                else:
+                    plan.results[call.id], plan.terminal_output = _terminal_outcome(
+                        self.setup, call
+                    )
                 continue
             key = _call_key(call)
-            if seen[key] >= setup.max_identical_calls:
-                refused += 1
-                results[call.id] = ToolResult.failure(
+            if self.seen[key] >= self.setup.max_identical_calls:
+                plan.refused += 1
+                plan.results[call.id] = ToolResult.failure(
                     call.id,
                     call.name,
-                    f"not executed: this exact call was already made {seen[key]} times; "
+                    f"not executed: this exact call was already made {self.seen[key]} times; "
                     "use the earlier results, change the arguments, or answer",
                 )
                 continue
-            seen[key] += 1
-            to_run.append(call)
+            self.seen[key] += 1
+            plan.to_run.append(call)
+        return plan
 
-        if to_run:
-            for call in to_run:
-                yield ToolExecutionStarted(call=call, iteration=iteration)
-            executed: Sequence[ToolResult] = yield Execute(calls=tuple(to_run), iteration=iteration)
-            for call, result in zip(to_run, executed, strict=True):
-                results[call.id] = result
-
+    def close_round(self, calls: Sequence[ToolCall], plan: _Round) -> RunResult | None:
+        """Answer every call of the round in order; the result when the run ends here."""
         for call in calls:
-            result = results[call.id]
-            history.append(ChatMessage.tool_result(result))
-            trail.append(_trail_entry(call, result, iteration))
-
-        if terminal_output is not None:
-            return finish(StopReason.TERMINAL_TOOL, terminal_output)
-        if refused == len(calls):
-            return finish(StopReason.REPEATED_CALLS)
-        if setup.cancel is not None and setup.cancel.cancelled:
-            return finish(StopReason.CANCELLED)
-        if choice != "auto" and choice != "none":
-            forced = by_name.get(choice)
+            self.answer(call, plan.results[call.id])
+        if plan.terminal_output is not None:
+            return self.finish(StopReason.TERMINAL_TOOL, plan.terminal_output)
+        if plan.refused == len(calls):
+            return self.finish(StopReason.REPEATED_CALLS)
+        if self.cancelled:
+            return self.finish(StopReason.CANCELLED)
+        if self.choice not in ("auto", "none"):
+            forced = self.by_name.get(self.choice)
             # A forced call has been made; forcing again would loop forever, except for a
             # terminal tool whose arguments were rejected (the model must try again).
             if forced is None or not forced.is_terminal:
-                choice = "auto"
+                self.choice = "auto"
+        return None
+
+
+def loop_steps(setup: LoopSetup, history: list[ChatMessage]) -> Generator[Step, Any, RunResult]:
+    """The tool loop; ``history`` (already valid) is extended in place with the new turns."""
+    run = _Run(setup, history)
+    while True:
+        if run.cancelled:
+            return run.finish(StopReason.CANCELLED)
+        at_limit = run.iteration >= setup.max_tool_iters
+        try:
+            generated: GenerationResult = yield run.request(at_limit)
+        except Exception as exc:
+            # The driver throws the backend's error in here so that the caller keeps what the
+            # run did so far (tools may have had effects): ``exc.partial_result``.
+            _attach_partial_result(exc, run.finish(StopReason.ERROR))
+            raise
+        message = run.take_turn(generated)
+        yield ModelTurnFinished(message=message, usage=generated.usage, iteration=run.iteration)
+        calls = message.tool_calls
+        if not calls:
+            if generated.parse_errors and not at_limit:
+                history.append(_parse_errors_message(generated.parse_errors))
+                run.iteration += 1
+                continue
+            return run.finish(StopReason.FINAL_TEXT)
+        if at_limit:
+            return run.stop_at_limit(calls)
+        run.iteration += 1
+        plan = run.plan_round(calls)
+        if plan.to_run:
+            for call in plan.to_run:
+                yield ToolExecutionStarted(call=call, iteration=run.iteration)
+            executed: Sequence[ToolResult] = yield Execute(
+                calls=tuple(plan.to_run), iteration=run.iteration
+            )
+            for call, result in zip(plan.to_run, executed, strict=True):
+                plan.results[call.id] = result
+        ended = run.close_round(calls, plan)
+        if ended is not None:
+            return ended
 
 
 def finished_event(step: Execute, index: int, result: ToolResult) -> ToolExecutionFinished:

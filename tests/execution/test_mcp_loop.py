@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import tooluse
-from tooluse.execution.local import run_coroutine_blocking
 from tooluse.execution.mcp import MCPServerConfig, MCPToolExecutor
 from tooluse.execution.mcp_sync import SyncMCPToolExecutor
 from tooluse.messages import ToolCall
 from tooluse.providers.scripted import ScriptedBackend
+from tooluse.sync_bridge import run_coroutine_blocking
 
 pytestmark = pytest.mark.slow
 

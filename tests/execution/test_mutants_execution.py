@@ -8,7 +8,7 @@ import dataclasses
 
 from tooluse import ToolCall
 from tooluse.execution import SimpleToolExecutor
-from tooluse.execution.local import PreparedCall
+from tooluse.execution.base import PreparedCall
 from tooluse.execution.sandbox import SandboxLimits, error_reason
 
 

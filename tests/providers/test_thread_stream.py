@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tooluse.providers.thread_stream import aiter_on_thread
+from tooluse.sync_bridge import aiter_on_thread
 
 
 async def test_items_errors_and_thread():

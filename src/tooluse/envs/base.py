@@ -32,7 +32,7 @@ from tooluse.envs.rewards import (
     compute_signals,
     with_monitoring,
 )
-from tooluse.execution.parallel import AsyncToolExecutor
+from tooluse.execution.local import ToolExecutor as AsyncToolExecutor
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition, ToolParameter, ToolParameterType
 

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tooluse.execution.parallel import AsyncToolExecutor
+from tooluse.execution.local import ToolExecutor as AsyncToolExecutor
 from tooluse.execution.sandbox import PythonSandbox
 from tooluse.messages import ToolCall, ToolResult
 

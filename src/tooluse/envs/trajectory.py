@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from tooluse.envs.base import Action, EnvState, StepResult, ToolEnvironment
-from tooluse.execution.local import CancellationToken
-from tooluse.execution.parallel import AsyncToolExecutor
+from tooluse.execution.base import AbstractToolExecutor, CancellationToken
 from tooluse.loop import build_setup, drive_async, drive_sync, initial_history
 from tooluse.loop_core import LoopSetup, ModelTurnFinished, RunFinished, RunResult, StopReason
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage
@@ -216,14 +215,18 @@ class _Episode:
         return result.tool_results
 
 
-class _EnvironmentExecutor(AsyncToolExecutor):
+class _EnvironmentExecutor(AbstractToolExecutor):
     """Hands each round of calls to the environment as one step."""
 
     def __init__(self, episode: _Episode, tools: Sequence[ToolDefinition]) -> None:
         # The loop must pass submit_answer through like any call, so that the environment
         # grades it; terminal handling is the environment's here.
-        super().__init__([dataclasses.replace(t, is_terminal=False) for t in tools], timeout=None)
+        self._definitions = tuple(dataclasses.replace(t, is_terminal=False) for t in tools)
         self.episode = episode
+
+    @property
+    def definitions(self) -> tuple[ToolDefinition, ...]:
+        return self._definitions
 
     def execute_batch(
         self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
@@ -233,7 +236,7 @@ class _EnvironmentExecutor(AsyncToolExecutor):
             action, self.episode.environment.step(self.episode.state, action)
         )
 
-    async def execute_batch_async(
+    async def aexecute_batch(
         self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
     ) -> tuple[ToolResult, ...]:
         action = self.episode.action(calls)

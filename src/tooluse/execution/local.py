@@ -1,11 +1,12 @@
-"""Executors for Python tools: validate a call, run it, and always answer it with a ToolResult.
+"""``ToolExecutor``: runs Python tools; validates each call, runs it, and always answers it.
 
 Every path ends in exactly one :class:`ToolResult` per call id: unknown tools, arguments that
 fail validation, exceptions, timeouts, cancellation, unrenderable or huge outputs all become
 ``ToolResult.failure`` (``error: ...`` text meant for the model) or a truncated success.
 
-- :class:`SimpleToolExecutor` (here) runs calls one after another in the calling thread.
-- :class:`~tooluse.execution.parallel.AsyncToolExecutor` runs a batch in parallel.
+The calls of a batch run in parallel (:mod:`tooluse.execution.parallel`): coroutine tools on
+the event loop, plain functions in worker threads, at most ``max_concurrency`` at once.
+:class:`SimpleToolExecutor` runs them one after another in the calling thread instead.
 
 Hooks run around each call: ``before`` hooks may rewrite the call, answer it themselves
 (return a :class:`ToolResult`) or refuse it (return :class:`Veto`); ``after`` hooks may
@@ -16,166 +17,34 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import inspect
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar, Union
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any
 
-from tooluse.errors import ToolDefinitionError, ToolExecutionError, ToolNotFoundError
+from tooluse.errors import ToolExecutionError
+from tooluse.execution.base import (
+    DEFAULT_MAX_OUTPUT_CHARS,
+    AbstractToolExecutor,
+    AfterHook,
+    BeforeHook,
+    CancellationToken,
+    PreparedCall,
+    ToolsArg,
+    Veto,
+    normalize_tools,
+    truncate_output,
+)
+from tooluse.execution.parallel import aiter_parallel, iter_parallel
 from tooluse.execution.worker_threads import DaemonThreadPool
 from tooluse.messages import ToolCall, ToolResult
+from tooluse.sync_bridge import run_coroutine_blocking
 from tooluse.tools.definition import ToolDefinition
 
-__all__ = [
-    "DEFAULT_MAX_OUTPUT_CHARS",
-    "AfterHook",
-    "BeforeHook",
-    "CancellationToken",
-    "SimpleToolExecutor",
-    "ToolsArg",
-    "Veto",
-    "normalize_tools",
-    "run_coroutine_blocking",
-    "truncate_output",
-]
-
-T = TypeVar("T")
-
-#: Tool outputs longer than this (in characters) are cut, keeping the head and the tail.
-DEFAULT_MAX_OUTPUT_CHARS = 20_000
-
-#: What callers may pass as tools: ``{name: function}`` or a sequence of tool-like objects
-#: (functions, ``Tool`` objects, ``ToolDefinition``s with a ``function``).
-ToolsArg = Union[Mapping[str, Any], Iterable[Any]]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Veto:
-    """Returned by a ``before`` hook to refuse a call; ``reason`` goes to the model."""
-
-    reason: str = "refused by policy"
-
-
-BeforeHook = Callable[[ToolCall], Any]
-"""``hook(call)`` -> ``None`` (run as is), a rewritten ``ToolCall``, a ``ToolResult`` or a
-:class:`Veto` (possibly awaitable)."""
-
-AfterHook = Callable[[ToolCall, ToolResult], Any]
-"""``hook(call, result)`` -> ``None`` (keep) or a replacement ``ToolResult`` (possibly awaitable)."""
-
-
-class CancellationToken:
-    """A thread-safe flag that asks running tool calls (and the loop) to stop.
-
-    Calls still running when it fires are answered with ``error: cancelled`` results, so a
-    history built from them stays valid.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._cancelled = False
-        self._callbacks: list[Callable[[], None]] = []
-
-    @property
-    def cancelled(self) -> bool:
-        return self._cancelled
-
-    def cancel(self) -> None:
-        """Fire the token (idempotent); registered callbacks run once, in this thread."""
-        with self._lock:
-            if self._cancelled:
-                return
-            self._cancelled = True
-            callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback()
-
-    def add_callback(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` when the token fires (right away if it already has)."""
-        with self._lock:
-            if not self._cancelled:
-                self._callbacks.append(callback)
-                return
-        callback()
-
-    def remove_callback(self, callback: Callable[[], None]) -> None:
-        with self._lock:
-            if callback in self._callbacks:
-                self._callbacks.remove(callback)
-
-
-def run_coroutine_blocking(awaitable: Awaitable[T]) -> T:
-    """Run an awaitable to completion from synchronous code.
-
-    Uses ``asyncio.run`` when this thread has no running loop; otherwise (sync code called
-    from inside a loop, as in notebooks) runs it on a fresh loop in a helper thread.
-    """
-
-    async def _wrap() -> T:
-        return await awaitable
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(_wrap())
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, _wrap()).result()
-
-
-def truncate_output(text: str, limit: int) -> tuple[str, int]:
-    """Cut ``text`` to about ``limit`` characters, keeping head and tail around a marker.
-
-    Returns the text and the number of characters removed (0 when nothing was cut).
-    """
-    if limit <= 0 or len(text) <= limit:
-        return text, 0
-    removed = len(text) - limit
-    marker = f"\n[... output truncated: {removed} of {len(text)} characters removed ...]\n"
-    head = (limit * 3) // 4
-    tail = limit - head
-    return text[:head] + marker + (text[-tail:] if tail else ""), removed
-
-
-def normalize_tools(tools: ToolsArg | None) -> tuple[ToolDefinition, ...]:
-    """Tool-like objects as ``ToolDefinition``s; ``{name: fn}`` names each tool by its key.
-
-    Raises :class:`ToolDefinitionError` when two tools share a name.
-    """
-    if tools is None:
-        return ()
-    definitions: list[ToolDefinition] = []
-    if isinstance(tools, Mapping):
-        for name, obj in tools.items():
-            if isinstance(obj, ToolDefinition):
-                definition = obj if obj.name == name else dataclasses.replace(obj, name=name)
-            elif callable(obj) and not hasattr(obj, "schema") and not isinstance(obj, type):
-                # The key names the tool, so lambdas and partials work too (as in llenvs).
-                definition = ToolDefinition.from_callable(obj, name=name)
-            else:
-                definition = _as_tool(obj)
-                if definition.name != name:
-                    definition = dataclasses.replace(definition, name=name)
-            definitions.append(definition)
-    else:
-        definitions = [d if isinstance(d, ToolDefinition) else _as_tool(d) for d in tools]
-    seen: set[str] = set()
-    for definition in definitions:
-        if definition.name in seen:
-            raise ToolDefinitionError(
-                f"two tools are named {definition.name!r}; names must be unique"
-            )
-        seen.add(definition.name)
-    return tuple(definitions)
-
-
-def _as_tool(obj: Any) -> ToolDefinition:
-    # Imported on use: the normaliser pulls in the schema and validation stack.
-    from tooluse.tools import as_tool
-
-    return as_tool(obj)  # type: ignore[no-any-return]
+__all__ = ["AsyncToolExecutor", "SimpleToolExecutor", "ToolExecutor"]
 
 
 def _tool_exit(name: str, exc: SystemExit) -> ToolExecutionError:
@@ -190,55 +59,54 @@ def _tool_exit(name: str, exc: SystemExit) -> ToolExecutionError:
     )
 
 
-@dataclass(frozen=True, kw_only=True)
-class PreparedCall:
-    """A call that passed lookup and validation and is ready to run."""
-
-    call: ToolCall
-    definition: ToolDefinition
-    arguments: dict[str, Any]
-
-
-def _call_arguments(call: ToolCall) -> Any:
-    """What to validate: the decoded object, or the raw text when the model's JSON was broken."""
-    raw = call.raw_arguments
-    if not call.arguments and raw is not None and raw.strip() not in ("", "null", "{}"):
-        return raw
-    return call.arguments
-
-
-class SimpleToolExecutor:
-    """Runs tool calls in the calling thread, one after another.
+class ToolExecutor(AbstractToolExecutor):
+    """Runs Python tools; the calls of a batch in parallel, each under its own timeout.
 
     ``tools`` is ``{name: function}`` (as in llenvs) or a sequence of tool-like objects.
     ``injected`` values (e.g. ``{"agent": agent}``) are passed to parameters marked injected.
-    ``timeout`` (seconds, ``None`` for none) applies to every tool unless ``timeouts`` names a
-    tool; a sync tool that times out keeps running in its worker thread (threads cannot be
-    killed; it runs in a daemon thread, so it never keeps the program from exiting) but its
-    result is discarded. Outputs longer than ``max_output_chars`` are truncated.
+    ``timeout`` (seconds, ``None`` for none; 30 by default) applies to every tool unless
+    ``timeouts`` names a tool; a sync tool that times out keeps running in its worker thread
+    (threads cannot be killed; it runs in a daemon thread, so it never keeps the program from
+    exiting) but its result is discarded. ``max_concurrency`` bounds how many calls of a batch
+    run at once (``None``: all). Outputs longer than ``max_output_chars`` are truncated.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A subclass that runs whole batches itself (an environment stepping a round at once;
+        # the names of earlier releases included) reports a batch's results when it is done.
+        for old, new in (("execute_batch_async", "aexecute_batch"), ("execute_async", "aexecute")):
+            if old in cls.__dict__ and new not in cls.__dict__:
+                setattr(cls, new, cls.__dict__[old])
+        if "aexecute_batch" in cls.__dict__ and "aiter_batch" not in cls.__dict__:
+            cls.aiter_batch = AbstractToolExecutor.aiter_batch  # type: ignore[method-assign]
+        if "execute_batch" in cls.__dict__ and "iter_batch" not in cls.__dict__:
+            cls.iter_batch = AbstractToolExecutor.iter_batch  # type: ignore[method-assign]
 
     def __init__(
         self,
         tools: ToolsArg | None = None,
         *,
-        timeout: float | None = None,
+        timeout: float | None = 30.0,
         timeouts: Mapping[str, float] | None = None,
+        max_concurrency: int | None = None,
         max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
         injected: Mapping[str, Any] | None = None,
         before: Sequence[BeforeHook] = (),
         after: Sequence[AfterHook] = (),
-        max_workers: int = 64,
     ) -> None:
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1 (or None for no limit)")
         self._definitions = normalize_tools(tools)
         self._by_name = {d.name: d for d in self._definitions}
         self.timeout = timeout
         self.timeouts = dict(timeouts or {})
+        self.max_concurrency = max_concurrency
         self.max_output_chars = max_output_chars
         self.injected = dict(injected or {})
         self.before = tuple(before)
         self.after = tuple(after)
-        self._max_workers = max_workers
+        self._max_workers = max_concurrency or 64
         self._pool: DaemonThreadPool | None = None
         self._pool_lock = threading.Lock()
 
@@ -248,29 +116,77 @@ class SimpleToolExecutor:
     def definitions(self) -> tuple[ToolDefinition, ...]:
         return self._definitions
 
-    def has_tool(self, name: str) -> bool:
-        return name in self._by_name
-
     def get(self, name: str) -> ToolDefinition | None:
         return self._by_name.get(name)
 
     def timeout_for(self, name: str) -> float | None:
         return self.timeouts.get(name, self.timeout)
 
-    # -- shared steps (pure) -------------------------------------------------------------------
+    # -- batches -------------------------------------------------------------------------------
 
-    def prepare(self, call: ToolCall) -> PreparedCall | ToolResult:
-        """Look the tool up and validate the arguments; a failure result when either fails."""
-        definition = self._by_name.get(call.name)
-        if definition is None:
-            return ToolResult.failure(
-                call.id, call.name, ToolNotFoundError(call.name, tuple(self._by_name))
-            )
-        try:
-            arguments = definition.validate_arguments(_call_arguments(call))
-        except Exception as exc:  # every validation problem is the model's to fix
-            return ToolResult.failure(call.id, call.name, exc)
-        return PreparedCall(call=call, definition=definition, arguments=dict(arguments))
+    async def aexecute_batch(
+        self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
+    ) -> tuple[ToolResult, ...]:
+        """Run calls in parallel; results come back in call order, one per call.
+
+        When ``cancel`` fires, calls still running are cancelled and answered ``cancelled``.
+        If the awaiting task itself is cancelled, the running calls are cancelled too and the
+        ``CancelledError`` propagates.
+        """
+        results: dict[int, ToolResult] = {}
+        batch = self.aiter_batch(calls, cancel=cancel)
+        async with contextlib.aclosing(batch) as ended:  # type: ignore[type-var]
+            async for index, result in ended:
+                results[index] = result
+        return tuple(results[i] for i in range(len(calls)))
+
+    def aiter_batch(
+        self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
+    ) -> AsyncIterator[tuple[int, ToolResult]]:
+        """Run calls in parallel, yielding ``(index, result)`` as each call ends (completed,
+        failed, timed out or cancelled); every call gets exactly one result.
+
+        Closing the iterator early, or cancelling the task iterating it, cancels the calls
+        still running.
+        """
+        if len(calls) == 1 and cancel is None:
+            return self._aone(calls[0])
+        return aiter_parallel(self, calls, cancel)
+
+    async def _aone(self, call: ToolCall) -> AsyncIterator[tuple[int, ToolResult]]:
+        yield 0, await self.aexecute(call)
+
+    def execute_batch(
+        self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
+    ) -> tuple[ToolResult, ...]:
+        """Run calls in parallel worker threads (sync code); results in call order."""
+        results: dict[int, ToolResult] = dict(self.iter_batch(calls, cancel=cancel))
+        return tuple(results[i] for i in range(len(calls)))
+
+    def iter_batch(
+        self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
+    ) -> Iterator[tuple[int, ToolResult]]:
+        """Run calls in parallel worker threads, yielding ``(index, result)`` as each call
+        ends; every call gets exactly one result. Hooks run in the calling thread; each call's
+        timeout counts from the batch start."""
+        if len(calls) == 1 and cancel is None:
+            # one call runs as a single call does (in this thread when it has no timeout)
+            return iter((( 0, self.execute(calls[0])),))
+        return iter_parallel(self, calls, cancel)
+
+    # -- the names of earlier releases -----------------------------------------------------------
+
+    async def execute_async(self, call: ToolCall) -> ToolResult:
+        """Same as :meth:`aexecute`."""
+        return await self.aexecute(call)
+
+    async def execute_batch_async(
+        self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
+    ) -> tuple[ToolResult, ...]:
+        """Same as :meth:`aexecute_batch`."""
+        return await self.aexecute_batch(calls, cancel=cancel)
+
+    # -- one call: shared steps ------------------------------------------------------------------
 
     def _finish(self, call: ToolCall, output: Any, started: float) -> ToolResult:
         """Turn what a tool returned into its result: passthrough, render, truncate, time."""
@@ -368,7 +284,7 @@ class SimpleToolExecutor:
         except SystemExit as exc:
             raise _tool_exit(prepared.call.name, exc) from None
 
-    # -- sync path -----------------------------------------------------------------------------
+    # -- one call: blocking -----------------------------------------------------------------------------
 
     def _thread_pool(self) -> DaemonThreadPool:
         with self._pool_lock:
@@ -438,17 +354,60 @@ class SimpleToolExecutor:
             result = self._finish(call, output, started)
         return self._run_hooks_after(call, result)
 
-    def execute_batch(
-        self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
-    ) -> tuple[ToolResult, ...]:
-        """Run calls one after another; once ``cancel`` fires, the rest answer ``cancelled``."""
-        results: list[ToolResult] = []
-        for call in calls:
-            if cancel is not None and cancel.cancelled:
-                results.append(self._cancelled(call, time.perf_counter()))
+    # -- one call: async ----------------------------------------------------------------------
+
+    async def _hooks_before_async(self, call: ToolCall) -> ToolCall | ToolResult:
+        for hook in self.before:
+            verdict = hook(call)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+            outcome = self._apply_before(call, verdict)
+            if isinstance(outcome, ToolResult):
+                return outcome
+            call = outcome
+        return call
+
+    async def _hooks_after_async(self, call: ToolCall, result: ToolResult) -> ToolResult:
+        for hook in self.after:
+            verdict = hook(call, result)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+            result = self._apply_after(result, verdict)
+        return result
+
+    async def _run_prepared_async(self, prepared: PreparedCall) -> Any:
+        if self._is_async_tool(prepared.definition):
+            return await self._invoke_async(prepared)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread_pool(), self._invoke_sync, prepared)
+
+    async def aexecute(self, call: ToolCall) -> ToolResult:
+        """Run one call on the running loop and return its result."""
+        original = call
+        outcome = await self._hooks_before_async(call)
+        if isinstance(outcome, ToolResult):
+            return await self._hooks_after_async(original, outcome)
+        call = outcome
+        prepared = self.prepare(call)
+        if isinstance(prepared, ToolResult):
+            return await self._hooks_after_async(call, prepared)
+        missing = self._no_implementation(prepared)
+        if missing is not None:
+            return await self._hooks_after_async(call, missing)
+        started = time.perf_counter()
+        timeout = self.timeout_for(call.name)
+        try:
+            if timeout is None:
+                output = await self._run_prepared_async(prepared)
             else:
-                results.append(self.execute(call))
-        return tuple(results)
+                output = await asyncio.wait_for(self._run_prepared_async(prepared), timeout)
+        except asyncio.TimeoutError:
+            result = self._timed_out(call, timeout or 0.0, started)
+        except Exception as exc:
+            result = self._failure(call, exc, time.perf_counter() - started)
+        else:
+            result = self._finish(call, output, started)
+        return await self._hooks_after_async(call, result)
 
     def close(self) -> None:
         """Release the worker threads (calls still running finish in the background)."""
@@ -457,18 +416,49 @@ class SimpleToolExecutor:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
 
-    def __enter__(self) -> SimpleToolExecutor:
-        return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+#: The name of earlier releases for the parallel executor.
+AsyncToolExecutor = ToolExecutor
 
 
-def __getattr__(name: str) -> Any:
-    # AsyncToolExecutor lives in tooluse.execution.parallel (it builds on this module); older
-    # imports from here keep working.
-    if name == "AsyncToolExecutor":
-        from tooluse.execution.parallel import AsyncToolExecutor
+class SimpleToolExecutor(ToolExecutor):
+    """Runs tool calls in the calling thread, one after another (no timeout by default)."""
 
-        return AsyncToolExecutor
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __init__(
+        self,
+        tools: ToolsArg | None = None,
+        *,
+        timeout: float | None = None,
+        timeouts: Mapping[str, float] | None = None,
+        max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+        injected: Mapping[str, Any] | None = None,
+        before: Sequence[BeforeHook] = (),
+        after: Sequence[AfterHook] = (),
+        max_workers: int = 64,
+    ) -> None:
+        super().__init__(
+            tools,
+            timeout=timeout,
+            timeouts=timeouts,
+            max_output_chars=max_output_chars,
+            injected=injected,
+            before=before,
+            after=after,
+        )
+        self._max_workers = max_workers
+
+    def iter_batch(
+        self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
+    ) -> Iterator[tuple[int, ToolResult]]:
+        """Run calls one after another; once ``cancel`` fires, the rest answer ``cancelled``."""
+        for index, call in enumerate(calls):
+            if cancel is not None and cancel.cancelled:
+                yield index, self._cancelled(call, time.perf_counter())
+            else:
+                yield index, self.execute(call)
+
+    def execute_batch(
+        self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
+    ) -> tuple[ToolResult, ...]:
+        return tuple(result for _, result in self.iter_batch(calls, cancel=cancel))
+

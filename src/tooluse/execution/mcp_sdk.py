@@ -432,7 +432,7 @@ def tool_result_from_mcp(
     ``truncated_chars`` in the metadata); structured content too large to show whole is
     dropped then (``structured_dropped`` in the metadata).
     """
-    from tooluse.execution.local import truncate_output
+    from tooluse.execution.base import truncate_output
 
     parts = [describe_content_block(block) for block in result.content]
     text = "\n".join(part for part in parts if part)

@@ -24,7 +24,8 @@ from types import ModuleType
 from typing import Any, Literal
 
 from tooluse.errors import ToolDefinitionError
-from tooluse.execution.local import AsyncToolExecutor, ToolsArg
+from tooluse.execution.base import ToolsArg
+from tooluse.execution.local import AsyncToolExecutor
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 

@@ -5,7 +5,7 @@
     from tooluse.local import LlamaCppBackend
 
     backend = LlamaCppBackend.default()          # the embedded SmolLM2-135M-Instruct
-    result = backend.generate_with_tools(messages, tools, tool_choice="auto")
+    result = backend.generate(messages, tools, tool_choice="auto")
 
 The grammar compiler (``schema_to_gbnf``) and the profiles are pure Python; the backend needs
 the ``local`` extra (llama-cpp-python) and is imported on first use, so ``import tooluse.local``

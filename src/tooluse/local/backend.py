@@ -2,7 +2,7 @@
 
 One ``Llama`` object lives as long as the backend, so the KV cache of a repeated prompt prefix
 (the system prompt with the tools) is reused between calls. All entry points (sync, async,
-streaming) go through one generator, :meth:`LlamaCppBackend.stream_with_tools`.
+streaming) go through one generator, :meth:`LlamaCppBackend.stream`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from tooluse.errors import BackendError, MissingDependencyError, ToolNotFoundErr
 from tooluse.events import (
     ArgumentsDelta,
     ParseError,
-    StreamEvent,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -40,14 +39,16 @@ from tooluse.local.profiles import ToolPromptProfile, profile_for
 from tooluse.local.runtime import import_llama_cpp
 from tooluse.messages import ChatMessage, ToolCall, Usage
 from tooluse.providers.base import (
+    BaseBackend,
     GenerationDone,
     GenerationResult,
     ModelCapabilities,
     SamplingParams,
+    StreamItem,
     ToolChoice,
     final_result,
 )
-from tooluse.providers.thread_stream import aiter_on_thread
+from tooluse.sync_bridge import aiter_on_thread
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = ["LlamaCppBackend", "TurnPlan"]
@@ -63,6 +64,26 @@ CALL_TOKENS_PER_VALUE = 40
 
 
 @dataclass(frozen=True, kw_only=True)
+class _Turn:
+    """One turn ready to decode: its plan, prompt tokens, settings and call grammar."""
+
+    plan: TurnPlan
+    prompt: list[int]
+    settings: DecodeSettings
+    grammar: GrammarSampler | None = None
+    parallel: bool = False
+
+
+@dataclass
+class _Decoded:
+    """What the token loop produced (filled in while the turn streams)."""
+
+    text: str = ""
+    count: int = 0
+    repeat_dropped: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
 class TurnPlan:
     """What one turn will do: answer in text, or call one of ``tools`` under a grammar."""
 
@@ -72,7 +93,7 @@ class TurnPlan:
     reason: str = ""
 
 
-class LlamaCppBackend:
+class LlamaCppBackend(BaseBackend):
     """A local GGUF model behind the :class:`~tooluse.providers.base.Backend` interface.
 
     - ``constrain=True`` (default) writes tool calls under a GBNF grammar compiled from the tool
@@ -305,71 +326,95 @@ class LlamaCppBackend:
 
     # -- generation ---------------------------------------------------------------------------
 
-    def stream_with_tools(
+    def stream(
         self,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition] = (),
         params: SamplingParams | None = None,
         tool_choice: ToolChoice = "auto",
-    ) -> Iterator[StreamEvent | GenerationDone]:
+    ) -> Iterator[StreamItem]:
         """Generate one assistant turn as events, ending with :class:`GenerationDone`."""
         if not messages:
             raise BackendError("cannot generate from an empty conversation")
         params = params or SamplingParams()
         with self._lock:
-            plan = self.plan(messages, tools, tool_choice)
-            prompt_text = self.render(messages, plan.tools if plan.show_tools else ())
-            prompt = self.loop.tokenize(prompt_text)
-            settings = self._settings(params, len(prompt))
-            if plan.mode == "text" and latest_request(messages)[1]:
-                # an answer from tool results that starts repeating itself has said its piece
-                settings = replace(settings, stop_loops=True)
-            grammar = None
-            parallel = False
-            if plan.mode == "call":
-                allowed = plan.tools
-                if self.narrow_tools and len(allowed) > 1 and not params.parallel_tool_calls:
-                    request, _ = latest_request(messages)
-                    if request.strip():
-                        allowed = (rank_tools(self, request, allowed)[0][1],)
-                parallel = bool(params.parallel_tool_calls)
-                grammar = self.grammar_for(allowed, parallel)
-                settings = self._call_settings(settings, allowed, parallel, len(prompt))
-            watch_repeats = grammar is not None and parallel and self.stop_repeated_calls
-            repeat_dropped = False
-            pieces: list[str] = []
-            count = 0
-            for step in self.loop.run(prompt, settings, grammar):
-                count += 1
-                pieces.append(step.text)
-                if plan.mode == "text" and step.text:
-                    yield TextDelta(text=step.text)
-                if watch_repeats and "}" in step.text:
-                    kept = self.profile.calls_before_repeat("".join(pieces))
-                    if kept is not None:
-                        pieces, repeat_dropped = [self.profile.render_calls(kept)], True
-                        break
-            text = "".join(pieces)
-        usage = Usage(input_tokens=len(prompt), output_tokens=count, requests=1)
-        hit_limit = count >= settings.max_tokens or self.llm.n_tokens >= self.loop.n_ctx
-        # the call was steered to its end in the closing reserve of its budget
-        closed_early = grammar is not None and count > settings.max_tokens - settings.close_within
-        if plan.mode == "text":
+            turn = self._prepare_turn(messages, tools, tool_choice, params)
+            decoded = _Decoded()
+            yield from self._decode(turn, decoded)
+        usage = Usage(input_tokens=len(turn.prompt), output_tokens=decoded.count, requests=1)
+        settings = turn.settings
+        hit_limit = decoded.count >= settings.max_tokens or self.llm.n_tokens >= self.loop.n_ctx
+        raw: dict[str, Any] = {"plan": turn.plan.reason, "output": decoded.text}
+        if turn.plan.mode == "text":
+            finish = "length" if hit_limit else "stop"
             result = GenerationResult(
-                text=text.strip(),
-                usage=usage,
-                finish_reason="length" if hit_limit else "stop",
-                raw={"plan": plan.reason, "output": text},
+                text=decoded.text.strip(), usage=usage, finish_reason=finish, raw=raw
             )
             yield GenerationDone(result=result)
             return
-        parsed = (
-            self.profile.parse_constrained(text)
-            if plan.mode == "call"
-            else self.profile.parse(text)
+        # the call was steered to its end in the closing reserve of its budget
+        raw["closed_early"] = (
+            turn.grammar is not None and decoded.count > settings.max_tokens - settings.close_within
         )
-        for error in parsed.errors:
-            yield ParseError(message=error, raw=text)
+        raw["repeat_dropped"] = decoded.repeat_dropped
+        yield from self._calls_turn(turn.plan, decoded.text, usage, hit_limit, raw)
+
+    def _prepare_turn(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition],
+        tool_choice: ToolChoice,
+        params: SamplingParams,
+    ) -> _Turn:
+        """The plan, prompt, decode settings and grammar of one turn (under the lock)."""
+        plan = self.plan(messages, tools, tool_choice)
+        prompt = self.loop.tokenize(self.render(messages, plan.tools if plan.show_tools else ()))
+        settings = self._settings(params, len(prompt))
+        if plan.mode == "text" and latest_request(messages)[1]:
+            # an answer from tool results that starts repeating itself has said its piece
+            settings = replace(settings, stop_loops=True)
+        if plan.mode != "call":
+            return _Turn(plan=plan, prompt=prompt, settings=settings)
+        allowed = plan.tools
+        if self.narrow_tools and len(allowed) > 1 and not params.parallel_tool_calls:
+            request, _ = latest_request(messages)
+            if request.strip():
+                allowed = (rank_tools(self, request, allowed)[0][1],)
+        parallel = bool(params.parallel_tool_calls)
+        return _Turn(
+            plan=plan,
+            prompt=prompt,
+            settings=self._call_settings(settings, allowed, parallel, len(prompt)),
+            grammar=self.grammar_for(allowed, parallel),
+            parallel=parallel,
+        )
+
+    def _decode(self, turn: _Turn, out: _Decoded) -> Iterator[StreamItem]:
+        """Run the token loop; text turns stream their deltas. In a turn of parallel calls a
+        call that repeats an earlier one ends the turn (``stop_repeated_calls``)."""
+        watch_repeats = turn.grammar is not None and turn.parallel and self.stop_repeated_calls
+        pieces: list[str] = []
+        for step in self.loop.run(turn.prompt, turn.settings, turn.grammar):
+            out.count += 1
+            pieces.append(step.text)
+            if turn.plan.mode == "text" and step.text:
+                yield TextDelta(text=step.text)
+            if watch_repeats and "}" in step.text:
+                kept = self.profile.calls_before_repeat("".join(pieces))
+                if kept is not None:
+                    pieces, out.repeat_dropped = [self.profile.render_calls(kept)], True
+                    break
+        out.text = "".join(pieces)
+
+    def _calls_turn(
+        self, plan: TurnPlan, text: str, usage: Usage, hit_limit: bool, raw: dict[str, Any]
+    ) -> Iterator[StreamItem]:
+        """The events and result of a turn that may hold calls (constrained or free)."""
+        parsed = (
+            self.profile.parse_constrained(text) if plan.mode == "call" else self.profile.parse(text)
+        )
+        errors = tuple(ParseError(message=error, raw=text) for error in parsed.errors)
+        yield from errors
         if parsed.text and plan.mode == "free":
             yield TextDelta(text=parsed.text)
         for index, call in enumerate(parsed.calls):
@@ -380,18 +425,14 @@ class LlamaCppBackend:
         result = GenerationResult(
             text=parsed.text if plan.mode == "free" or not parsed.calls else "",
             tool_calls=parsed.calls,
+            parse_errors=errors,
             usage=usage,
             finish_reason=finish,
-            raw={
-                "plan": plan.reason,
-                "output": text,
-                "closed_early": closed_early,
-                "repeat_dropped": repeat_dropped,
-            },
+            raw=raw,
         )
         yield GenerationDone(result=result)
 
-    def generate_with_tools(
+    def generate(
         self,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition] = (),
@@ -399,44 +440,31 @@ class LlamaCppBackend:
         tool_choice: ToolChoice = "auto",
     ) -> GenerationResult:
         """One assistant turn: text, or tool calls (constrained by a grammar by default)."""
-        return final_result(self.stream_with_tools(messages, tools, params, tool_choice))
-
-    async def agenerate_with_tools(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolDefinition] = (),
-        params: SamplingParams | None = None,
-        tool_choice: ToolChoice = "auto",
-    ) -> GenerationResult:
-        """:meth:`generate_with_tools` on a worker thread, keeping the event loop free."""
-        return await asyncio.to_thread(
-            self.generate_with_tools, messages, tools, params, tool_choice
-        )
-
-    def generate(
-        self, messages: Sequence[ChatMessage], params: SamplingParams | None = None
-    ) -> GenerationResult:
-        """Plain text generation (no tools)."""
-        return self.generate_with_tools(messages, (), params, "none")
+        return final_result(self.stream(messages, tools, params, tool_choice))
 
     async def agenerate(
-        self, messages: Sequence[ChatMessage], params: SamplingParams | None = None
-    ) -> GenerationResult:
-        return await self.agenerate_with_tools(messages, (), params, "none")
-
-    async def astream_with_tools(
         self,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition] = (),
         params: SamplingParams | None = None,
         tool_choice: ToolChoice = "auto",
-    ) -> AsyncIterator[StreamEvent | GenerationDone]:
-        """:meth:`stream_with_tools` run on one worker thread, its events handed to the loop.
+    ) -> GenerationResult:
+        """:meth:`generate` on a worker thread, keeping the event loop free."""
+        return await asyncio.to_thread(self.generate, messages, tools, params, tool_choice)
+
+    async def astream(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> AsyncIterator[StreamItem]:
+        """:meth:`stream` run on one worker thread, its events handed to the loop.
 
         One thread drives the whole generator because it holds the model's lock while it runs.
         """
         async for event in aiter_on_thread(
-            lambda: self.stream_with_tools(messages, tools, params, tool_choice),
+            lambda: self.stream(messages, tools, params, tool_choice),
             name="tooluse-llama-stream",
         ):
             yield event

@@ -1,29 +1,40 @@
-"""The backend interface every model backend implements, and its result types.
+"""The model seam: :class:`Backend`, the :class:`BaseBackend` every backend builds on, and the
+result types of one request.
 
 A backend turns a list of :class:`ChatMessage` plus tool definitions into one assistant turn
-(:class:`GenerationResult`). HTTP backends, the local llama.cpp backend and the scripted test
-backend all implement :class:`Backend`.
+(:class:`GenerationResult`). The contract is one async method, :meth:`BaseBackend.agenerate`;
+:class:`BaseBackend` derives the blocking call (``generate``) and the streamed ones (``stream``,
+``astream``) from it, and a backend overrides only what it does natively (the HTTP backends
+stream from the wire, the local model generates in its own thread). HTTP backends, the local
+llama.cpp backend, ``TextToolsBackend`` and the scripted test backend are all ``BaseBackend``s.
 """
 
 from __future__ import annotations
 
+import abc
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Union, runtime_checkable
 
 from tooluse.errors import BackendError
-from tooluse.events import StreamEvent
+from tooluse.events import ParseError, StreamEvent, TextDelta, ToolCallFinished, ToolCallStarted
 from tooluse.messages import ChatMessage, ToolCall, Usage
+from tooluse.sync_bridge import iter_async_on_thread, run_coroutine_blocking
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
     "Backend",
+    "BaseBackend",
+    "as_backend",
     "GenerationDone",
     "GenerationResult",
     "ModelCapabilities",
     "SamplingParams",
+    "StreamingBackend",
+    "StreamItem",
     "ToolChoice",
     "final_result",
+    "result_events",
 ]
 
 # "auto" | "none" | "required" | a tool name (forces that tool)
@@ -69,11 +80,14 @@ class GenerationResult:
     holds calls, whatever the provider said), ``length``, ``content_filter``, ``refusal``,
     ``pause_turn`` or ``malformed_tool_call`` (the model emitted a call that could not be read;
     worth a retry). ``message`` keeps the ordered parts and provider state for replay.
+    ``parse_errors`` are the calls a text-format model wrote that could not be read; the loop
+    sends them back to the model when the turn holds no call.
     """
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     reasoning: str = ""
+    parse_errors: tuple[ParseError, ...] = ()
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = "stop"
     message: ChatMessage | None = None
@@ -102,21 +116,149 @@ class GenerationDone:
     result: GenerationResult
 
 
+#: What a streamed turn yields: stream events, then one :class:`GenerationDone`.
+StreamItem = Union[StreamEvent, GenerationDone]
+
+
 def final_result(events: Iterable[Any]) -> GenerationResult:
-    """The turn a stream of events ends with (its :class:`GenerationDone`): how a streaming
-    backend answers ``generate_with_tools``."""
+    """The turn a stream of events ends with (its :class:`GenerationDone`)."""
     for event in events:
         if isinstance(event, GenerationDone):
             return event.result
     raise BackendError("the generation ended without a result")
 
 
+def result_events(result: GenerationResult) -> Iterator[StreamItem]:
+    """A whole turn replayed as the events a stream of it would have given, ending with its
+    :class:`GenerationDone` (how a backend that cannot stream answers ``stream``)."""
+    yield from result.parse_errors
+    if result.text:
+        yield TextDelta(text=result.text)
+    for index, call in enumerate(result.tool_calls):
+        yield ToolCallStarted(index=index, name=call.name, id=call.id)
+        yield ToolCallFinished(index=index, call=call)
+    yield GenerationDone(result=result)
+
+
 @runtime_checkable
 class Backend(Protocol):
-    """A model that answers a conversation, possibly with tool calls."""
+    """A model that answers a conversation, possibly with tool calls: what the loop, the
+    structured extraction, the evaluations and the server call. Build one on
+    :class:`BaseBackend`."""
 
     @property
     def capabilities(self) -> ModelCapabilities: ...
+
+    async def agenerate(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> GenerationResult: ...
+
+    def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> GenerationResult: ...
+
+    def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> Iterator[StreamItem]: ...
+
+    def astream(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> AsyncIterator[StreamItem]: ...
+
+
+#: The old name of a backend that streams; every :class:`Backend` streams now.
+StreamingBackend = Backend
+
+
+class BaseBackend(abc.ABC):
+    """The base of every backend: implement :meth:`agenerate`; the rest is derived.
+
+    - ``generate``: ``agenerate`` run to completion (on a fresh event loop, in a helper thread
+      when called from inside a running loop). Override it when the backend has a native
+      blocking call (an HTTP client, a model in this process).
+    - ``astream``: ``agenerate``'s turn replayed as events. Override it to stream for real.
+    - ``stream``: ``astream`` driven on a thread of its own, its events handed over as they
+      come, so a backend that streams asynchronously streams in blocking code too.
+
+    Every streamed turn ends with :class:`GenerationDone` holding the whole turn. The names of
+    earlier releases (``generate_with_tools``, ``agenerate_with_tools``, ``stream_with_tools``,
+    ``astream_with_tools``) call these; a subclass written against them (overriding
+    ``generate_with_tools``, say) has that method serve the new name too.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Runs before ABCMeta counts the abstract methods, so a subclass that overrides only
+        # ``agenerate_with_tools`` is complete.
+        for old, new in _LEGACY_NAMES.items():
+            if old in cls.__dict__ and new not in cls.__dict__:
+                _ALIASED.add(cls.__dict__[old])
+                setattr(cls, new, cls.__dict__[old])
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        """What the backend does natively (everything, unless a backend says otherwise)."""
+        return _ALL_CAPABILITIES
+
+    @abc.abstractmethod
+    async def agenerate(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> GenerationResult:
+        """One assistant turn (text and/or tool calls) for ``messages``, offering ``tools``."""
+
+    def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> GenerationResult:
+        """The blocking :meth:`agenerate`."""
+        return run_coroutine_blocking(self.agenerate(messages, tools, params, tool_choice))
+
+    async def astream(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> AsyncIterator[StreamItem]:
+        """The turn as stream events, ending with :class:`GenerationDone`."""
+        result = await self.agenerate(messages, tools, params, tool_choice)
+        for item in result_events(result):
+            yield item
+
+    def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> Iterator[StreamItem]:
+        """The blocking :meth:`astream`: its events as they come."""
+        return iter_async_on_thread(lambda: self.astream(messages, tools, params, tool_choice))
+
+    # -- the names of earlier releases --------------------------------------------------------
 
     def generate_with_tools(
         self,
@@ -124,7 +266,9 @@ class Backend(Protocol):
         tools: Sequence[ToolDefinition] = (),
         params: SamplingParams | None = None,
         tool_choice: ToolChoice = "auto",
-    ) -> GenerationResult: ...
+    ) -> GenerationResult:
+        """Same as :meth:`generate`."""
+        return _own(self, "generate")(messages, tools, params, tool_choice)
 
     async def agenerate_with_tools(
         self,
@@ -132,11 +276,9 @@ class Backend(Protocol):
         tools: Sequence[ToolDefinition] = (),
         params: SamplingParams | None = None,
         tool_choice: ToolChoice = "auto",
-    ) -> GenerationResult: ...
-
-
-class StreamingBackend(Backend, Protocol):
-    """A backend that can also stream a turn as events, ending with :class:`GenerationDone`."""
+    ) -> GenerationResult:
+        """Same as :meth:`agenerate`."""
+        return await _own(self, "agenerate")(messages, tools, params, tool_choice)
 
     def stream_with_tools(
         self,
@@ -144,7 +286,9 @@ class StreamingBackend(Backend, Protocol):
         tools: Sequence[ToolDefinition] = (),
         params: SamplingParams | None = None,
         tool_choice: ToolChoice = "auto",
-    ) -> Iterator[StreamEvent | GenerationDone]: ...
+    ) -> Iterator[StreamItem]:
+        """Same as :meth:`stream`."""
+        return _own(self, "stream")(messages, tools, params, tool_choice)
 
     def astream_with_tools(
         self,
@@ -152,4 +296,121 @@ class StreamingBackend(Backend, Protocol):
         tools: Sequence[ToolDefinition] = (),
         params: SamplingParams | None = None,
         tool_choice: ToolChoice = "auto",
-    ) -> AsyncIterator[StreamEvent | GenerationDone]: ...
+    ) -> AsyncIterator[StreamItem]:
+        """Same as :meth:`astream`."""
+        return _own(self, "astream")(messages, tools, params, tool_choice)
+
+
+_ALL_CAPABILITIES = ModelCapabilities()
+# Methods of subclasses written against the earlier names, serving the new names too.
+_ALIASED: set[Any] = set()
+
+
+def _own(backend: BaseBackend, name: str) -> Any:
+    """``backend``'s method ``name``, skipping aliased earlier-name methods: when such a method
+    calls ``super().generate_with_tools(...)``, that reaches the implementation above it
+    rather than itself again."""
+    for klass in type(backend).__mro__:
+        found = klass.__dict__.get(name)
+        if found is not None and found not in _ALIASED:
+            return found.__get__(backend, type(backend))
+    raise AttributeError(name)  # pragma: no cover - BaseBackend defines every name
+_LEGACY_NAMES = {
+    "generate_with_tools": "generate",
+    "agenerate_with_tools": "agenerate",
+    "stream_with_tools": "stream",
+    "astream_with_tools": "astream",
+}
+
+
+class _LegacyBackend(BaseBackend):
+    """An object written to the interface of earlier releases (``generate_with_tools`` and
+    friends, no ``agenerate``), seen through :class:`Backend`."""
+
+    def __init__(self, wrapped: Any) -> None:
+        self.wrapped = wrapped
+        self.name = getattr(wrapped, "name", None) or type(wrapped).__name__
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        found = getattr(self.wrapped, "capabilities", None)
+        return found if isinstance(found, ModelCapabilities) else _ALL_CAPABILITIES
+
+    async def agenerate(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> GenerationResult:
+        native = getattr(self.wrapped, "agenerate_with_tools", None)
+        if native is not None:
+            result: GenerationResult = await native(messages, tools, params, tool_choice)
+            return result
+        import asyncio
+
+        return await asyncio.to_thread(self.generate, messages, tools, params, tool_choice)
+
+    def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> GenerationResult:
+        native = getattr(self.wrapped, "generate_with_tools", None)
+        if native is None:
+            return super().generate(messages, tools, params, tool_choice)
+        result: GenerationResult = native(messages, tools, params, tool_choice)
+        return result
+
+    def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> Iterator[StreamItem]:
+        native = getattr(self.wrapped, "stream_with_tools", None)
+        if native is None:
+            return result_events(self.generate(messages, tools, params, tool_choice))
+        items: Iterator[StreamItem] = native(messages, tools, params, tool_choice)
+        return items
+
+    async def astream(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> AsyncIterator[StreamItem]:
+        native = getattr(self.wrapped, "astream_with_tools", None)
+        if native is None:
+            for item in result_events(await self.agenerate(messages, tools, params, tool_choice)):
+                yield item
+            return
+        async for item in native(messages, tools, params, tool_choice):
+            yield item
+
+    def __repr__(self) -> str:
+        return repr(self.wrapped)
+
+
+def as_backend(obj: Any) -> Backend:
+    """``obj`` as a :class:`Backend`: itself when it is one; an object written to the earlier
+    interface (``generate_with_tools``...) behind an adapter; anything else is refused."""
+    if isinstance(obj, BaseBackend):
+        return obj
+    if all(callable(getattr(obj, name, None)) for name in _CONTRACT):
+        return obj  # type: ignore[no-any-return]
+    if callable(getattr(obj, "generate_with_tools", None)) or callable(
+        getattr(obj, "agenerate_with_tools", None)
+    ):
+        return _LegacyBackend(obj)
+    raise TypeError(
+        f"{type(obj).__name__} is not a backend: build it on tooluse.BaseBackend (implement "
+        "agenerate) or get one from tooluse.load_model"
+    )
+
+
+_CONTRACT = ("agenerate", "generate", "stream", "astream")

@@ -3,8 +3,8 @@
 A subclass names its wire adapter module (``wire``: ``encode_request``/``decode_response``) and
 supplies the small provider-specific pieces (request path, stream assembler, extra encoding
 options, wire-event reader); this class does the rest, so every HTTP backend offers the same
-calls: ``generate_with_tools``/``agenerate_with_tools``, ``generate``/``agenerate`` and
-``stream_with_tools``/``astream_with_tools`` (events, then :class:`GenerationDone`).
+native calls: ``generate``/``agenerate`` over the blocking and the async HTTP client, and
+``stream``/``astream`` (events, then :class:`GenerationDone`) from the provider's stream.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from tooluse.errors import BackendError, IncompleteStreamError
 from tooluse.events import StreamEvent, ToolCallFinished, ToolCallStarted
 from tooluse.messages import ChatMessage
 from tooluse.providers.base import (
+    BaseBackend,
     GenerationDone,
     GenerationResult,
     ModelCapabilities,
@@ -108,7 +109,7 @@ def api_key_from_env(
     return key
 
 
-class HTTPBackend:
+class HTTPBackend(BaseBackend):
     """Base of the HTTP backends; see the module docstring for what subclasses provide."""
 
     provider: str = ""
@@ -210,7 +211,7 @@ class HTTPBackend:
 
     # -- the public calls --------------------------------------------------------------------
 
-    def generate_with_tools(
+    def generate(
         self,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition] = (),
@@ -222,30 +223,19 @@ class HTTPBackend:
         result = self.decode(self.transport.post_json(path, body))
         return restore_tool_names(result, tools, self.dialect)
 
-    async def agenerate_with_tools(
+    async def agenerate(
         self,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition] = (),
         params: SamplingParams | None = None,
         tool_choice: ToolChoice = "auto",
     ) -> GenerationResult:
-        """Async :meth:`generate_with_tools`."""
+        """Async :meth:`generate`."""
         path, body = self.build_request(messages, tools, params, tool_choice, stream=False)
         result = self.decode(await self.transport.apost_json(path, body))
         return restore_tool_names(result, tools, self.dialect)
 
-    def generate(
-        self, messages: Sequence[ChatMessage], params: SamplingParams | None = None
-    ) -> GenerationResult:
-        """Plain text generation (no tools offered)."""
-        return self.generate_with_tools(messages, (), params, "auto")
-
-    async def agenerate(
-        self, messages: Sequence[ChatMessage], params: SamplingParams | None = None
-    ) -> GenerationResult:
-        return await self.agenerate_with_tools(messages, (), params, "auto")
-
-    def stream_with_tools(
+    def stream(
         self,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition] = (),
@@ -273,14 +263,14 @@ class HTTPBackend:
             yield _named_as_offered(item, tools, self.dialect)
         yield GenerationDone(result=restore_tool_names(result, tools, self.dialect))
 
-    async def astream_with_tools(
+    async def astream(
         self,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition] = (),
         params: SamplingParams | None = None,
         tool_choice: ToolChoice = "auto",
     ) -> AsyncIterator[StreamEvent | GenerationDone]:
-        """Async :meth:`stream_with_tools`."""
+        """Async :meth:`stream`."""
         path, body = self.build_request(messages, tools, params, tool_choice, stream=True)
         assembler = self.assembler()
         broken: Exception | None = None

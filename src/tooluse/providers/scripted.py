@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Union
 
-from tooluse.events import TextDelta, ToolCallFinished, ToolCallStarted
 from tooluse.messages import ChatMessage, ToolCall, Usage
 from tooluse.providers.base import (
-    GenerationDone,
+    BaseBackend,
     GenerationResult,
     ModelCapabilities,
     SamplingParams,
+    StreamItem,
     ToolChoice,
+    result_events,
 )
 from tooluse.tools.definition import ToolDefinition
 
@@ -32,7 +33,7 @@ class ScriptedRequest:
     tool_choice: ToolChoice
 
 
-class ScriptedBackend:
+class ScriptedBackend(BaseBackend):
     """Answers each request with the next scripted turn.
 
     Each turn is a final text (``str``), a list of :class:`ToolCall`, or a full
@@ -61,13 +62,14 @@ class ScriptedBackend:
     def remaining(self) -> int:
         return len(self._responses) - self._next
 
-    def generate_with_tools(
+    def generate(
         self,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition] = (),
         params: SamplingParams | None = None,
         tool_choice: ToolChoice = "auto",
     ) -> GenerationResult:
+        """The next scripted turn (the request is recorded first)."""
         self.requests.append(
             ScriptedRequest(
                 messages=tuple(messages), tools=tuple(tools), params=params, tool_choice=tool_choice
@@ -81,51 +83,24 @@ class ScriptedBackend:
         self._next += 1
         return _to_result(turn)
 
-    async def agenerate_with_tools(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolDefinition] = (),
-        params: SamplingParams | None = None,
-        tool_choice: ToolChoice = "auto",
-    ) -> GenerationResult:
-        return self.generate_with_tools(messages, tools, params, tool_choice)
-
-    def generate(
-        self, messages: Sequence[ChatMessage], params: SamplingParams | None = None
-    ) -> GenerationResult:
-        """Plain text generation (no tools offered)."""
-        return self.generate_with_tools(messages, (), params, "none")
-
     async def agenerate(
-        self, messages: Sequence[ChatMessage], params: SamplingParams | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        params: SamplingParams | None = None,
+        tool_choice: ToolChoice = "auto",
     ) -> GenerationResult:
-        return self.generate(messages, params)
+        return self.generate(messages, tools, params, tool_choice)
 
-    def stream_with_tools(
+    def stream(
         self,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition] = (),
         params: SamplingParams | None = None,
         tool_choice: ToolChoice = "auto",
-    ) -> Iterator[object]:
-        result = self.generate_with_tools(messages, tools, params, tool_choice)
-        if result.text:
-            yield TextDelta(text=result.text)
-        for index, call in enumerate(result.tool_calls):
-            yield ToolCallStarted(index=index, name=call.name, id=call.id)
-            yield ToolCallFinished(index=index, call=call)
-        yield GenerationDone(result=result)
-
-    async def astream_with_tools(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolDefinition] = (),
-        params: SamplingParams | None = None,
-        tool_choice: ToolChoice = "auto",
-    ) -> AsyncIterator[object]:
-        """Async :meth:`stream_with_tools`."""
-        for event in self.stream_with_tools(messages, tools, params, tool_choice):
-            yield event
+    ) -> Iterator[StreamItem]:
+        """The next scripted turn as events (replaying a script needs no thread)."""
+        return result_events(self.generate(messages, tools, params, tool_choice))
 
 
 def _to_result(turn: ScriptedTurn) -> GenerationResult:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tooluse.serve.text_tools import TextToolsBackend
+from tooluse.providers.text_tools import TextToolsBackend
 
 if TYPE_CHECKING:
     from tooluse.serve.app import ServedModel, create_app

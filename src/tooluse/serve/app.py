@@ -38,7 +38,6 @@ from tooluse.events import (
 )
 from tooluse.messages import ToolCall
 from tooluse.providers.base import GenerationDone, GenerationResult
-from tooluse.providers.thread_stream import aiter_on_thread
 from tooluse.serve.chat_wire import (
     ChatRequest,
     RequestError,
@@ -50,6 +49,7 @@ from tooluse.serve.chat_wire import (
     new_completion_id,
     stream_delta,
 )
+from tooluse.sync_bridge import aiter_on_thread
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = ["ServedModel", "create_app"]

@@ -75,8 +75,8 @@ from tooluse.envs.rewards import (
     compute_signals,
 )
 from tooluse.errors import MissingDependencyError
-from tooluse.execution.local import run_coroutine_blocking
 from tooluse.messages import ToolCall
+from tooluse.sync_bridge import run_coroutine_blocking
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = ["VerifiersEnvironment", "VerifiersReward", "build"]
