@@ -37,7 +37,13 @@ from tooluse.events import (
     ToolCallStarted,
 )
 from tooluse.messages import ToolCall
-from tooluse.providers.base import GenerationDone, GenerationResult
+from tooluse.providers.base import (
+    Backend,
+    GenerationDone,
+    GenerationResult,
+    StreamItem,
+    as_backend,
+)
 from tooluse.serve.chat_wire import (
     ChatRequest,
     RequestError,
@@ -62,7 +68,7 @@ class ServedModel:
     """One backend the server answers for, under ``id`` (and ``aliases``)."""
 
     id: str
-    backend: Any
+    backend: Backend
     aliases: tuple[str, ...] = ()
     #: Generations run at once (1 for a local model: one context, one lock).
     max_concurrent: int = 1
@@ -70,6 +76,9 @@ class ServedModel:
     max_queue: int = 32
     _waiting: int = field(default=0, init=False)
     _slots: asyncio.Semaphore | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.backend = as_backend(self.backend)
 
     def answers_to(self, name: str) -> bool:
         return name == self.id or name in self.aliases
@@ -127,23 +136,12 @@ def _plan(request: ChatRequest) -> _Plan:
 # -- generation on a worker thread, cancellable between events ---------------------------------
 
 
-def _events(
-    backend: Any, plan: _Plan, cancel: threading.Event
-) -> AsyncIterator[StreamEvent | GenerationDone]:
+def _events(backend: Backend, plan: _Plan, cancel: threading.Event) -> AsyncIterator[StreamItem]:
     """The backend's stream for ``plan``, produced on a thread; ``cancel`` stops the model."""
     request = plan.request
 
-    def stream() -> Iterator[StreamEvent | GenerationDone]:
-        if callable(getattr(backend, "stream_with_tools", None)):
-            return iter(
-                backend.stream_with_tools(
-                    request.messages, plan.tools, request.params, plan.tool_choice
-                )
-            )
-        result = backend.generate_with_tools(
-            request.messages, plan.tools, request.params, plan.tool_choice
-        )
-        return iter([GenerationDone(result=result)])
+    def stream() -> Iterator[StreamItem]:
+        return iter(backend.stream(request.messages, plan.tools, request.params, plan.tool_choice))
 
     return aiter_on_thread(stream, name="tooluse-serve-generate", stop=cancel)
 
@@ -176,7 +174,7 @@ def _checked(
 
 
 async def _generate(
-    backend: Any, plan: _Plan, request: Request
+    backend: Backend, plan: _Plan, request: Request
 ) -> tuple[GenerationResult, list[str]]:
     """A whole turn, regenerated once when a call is invalid; stops if the client leaves."""
     result, problems = await _generate_once(backend, plan, request)
@@ -187,7 +185,7 @@ async def _generate(
 
 
 async def _generate_once(
-    backend: Any, plan: _Plan, request: Request
+    backend: Backend, plan: _Plan, request: Request
 ) -> tuple[GenerationResult, list[str]]:
     cancel = threading.Event()
     watcher = asyncio.create_task(_watch_disconnect(request, cancel))
@@ -216,15 +214,39 @@ async def _watch_disconnect(request: Request, cancel: threading.Event) -> None:
 
 def create_app(models: Sequence[ServedModel], *, api_key: str | None = None) -> Starlette:
     """The ASGI application serving ``models``; ``api_key`` requires ``Authorization: Bearer``."""
-    served = list(models)
-    if not served:
-        raise ValueError("create_app needs at least one model")
+    server = _Server(list(models), api_key)
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", server.chat_completions, methods=["POST"]),
+            Route("/v1/models", server.list_models, methods=["GET"]),
+            Route("/health", server.health, methods=["GET"]),
+        ],
+        exception_handlers={404: _not_found, 405: _wrong_method},
+    )
 
-    def find(name: str) -> ServedModel:
-        for model in served:
+
+def _refuse(exc: RequestError) -> JSONResponse:
+    headers = {"retry-after": "1"} if exc.status == 503 else None
+    return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
+
+
+_UNAUTHORISED = RequestError("invalid or missing API key", status=401, code="invalid_api_key")
+
+
+class _Server:
+    """The routes' state: the served models and the API key."""
+
+    def __init__(self, served: list[ServedModel], api_key: str | None) -> None:
+        if not served:
+            raise ValueError("create_app needs at least one model")
+        self.served = served
+        self.api_key = api_key
+
+    def find(self, name: str) -> ServedModel:
+        for model in self.served:
             if model.answers_to(name):
                 return model
-        known = ", ".join(m.id for m in served)
+        known = ", ".join(m.id for m in self.served)
         raise RequestError(
             f"the model {name!r} does not exist; this server has: {known}",
             status=404,
@@ -232,43 +254,41 @@ def create_app(models: Sequence[ServedModel], *, api_key: str | None = None) -> 
             code="model_not_found",
         )
 
-    def authorised(request: Request) -> bool:
-        if not api_key:
+    def authorised(self, request: Request) -> bool:
+        if not self.api_key:
             return True
         given = request.headers.get("authorization", "")
-        return hmac.compare_digest(given.encode(), f"Bearer {api_key}".encode())
+        return hmac.compare_digest(given.encode(), f"Bearer {self.api_key}".encode())
 
-    def refuse(exc: RequestError) -> JSONResponse:
-        headers = {"retry-after": "1"} if exc.status == 503 else None
-        return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
-
-    async def chat_completions(request: Request) -> Response:
-        if not authorised(request):
-            return refuse(
-                RequestError("invalid or missing API key", status=401, code="invalid_api_key")
-            )
+    async def chat_completions(self, request: Request) -> Response:
+        if not self.authorised(request):
+            return _refuse(_UNAUTHORISED)
         try:
-            try:
-                body = json.loads(await request.body())
-            except ValueError as exc:
-                raise RequestError(f"the body is not valid JSON: {exc}") from None
-            chat = decode_chat_request(body)
-            model = find(chat.model)
-            plan = _plan(chat)
-            await asyncio.to_thread(_preflight, model.backend, plan)
-            if chat.stream:
-                return await _stream_response(model, plan, request)
-            async with model.slot():
-                result, problems = await _generate(model.backend, plan, request)
+            return await self._chat(request)
         except RequestError as exc:
-            return refuse(exc)
+            return _refuse(exc)
         except ContextLengthError as exc:
-            return refuse(RequestError(str(exc), code="context_length_exceeded", param="messages"))
+            return _refuse(RequestError(str(exc), code="context_length_exceeded", param="messages"))
         except GrammarError as exc:
-            return refuse(RequestError(f"tool schema not supported: {exc}", param="tools"))
+            return _refuse(RequestError(f"tool schema not supported: {exc}", param="tools"))
         except BackendError as exc:
             logger.warning("backend error: %s", exc)
-            return refuse(RequestError(f"the model failed: {exc}", status=502, type="server_error"))
+            error = RequestError(f"the model failed: {exc}", status=502, type="server_error")
+            return _refuse(error)
+
+    async def _chat(self, request: Request) -> Response:
+        try:
+            body = json.loads(await request.body())
+        except ValueError as exc:
+            raise RequestError(f"the body is not valid JSON: {exc}") from None
+        chat = decode_chat_request(body)
+        model = self.find(chat.model)
+        plan = _plan(chat)
+        await asyncio.to_thread(_preflight, model.backend, plan)
+        if chat.stream:
+            return await _stream_response(model, plan, request)
+        async with model.slot():
+            result, problems = await _generate(model.backend, plan, request)
         content = None
         if plan.structured is not None:
             calls = result.tool_calls
@@ -277,41 +297,32 @@ def create_app(models: Sequence[ServedModel], *, api_key: str | None = None) -> 
         headers = {"x-tooluse-warning": _header_text("; ".join(problems))} if problems else None
         return JSONResponse(body_out, headers=headers)
 
-    async def list_models(request: Request) -> Response:
-        if not authorised(request):
-            return refuse(
-                RequestError("invalid or missing API key", status=401, code="invalid_api_key")
-            )
+    async def list_models(self, request: Request) -> Response:
+        if not self.authorised(request):
+            return _refuse(_UNAUTHORISED)
         created = int(time.time())
         data = [
             {"id": name, "object": "model", "created": created, "owned_by": "tooluse"}
-            for m in served
+            for m in self.served
             for name in (m.id, *m.aliases)
         ]
         return JSONResponse({"object": "list", "data": data})
 
-    async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "models": [m.id for m in served]})
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "models": [m.id for m in self.served]})
 
-    async def not_found(request: Request, exc: Exception) -> Response:
-        return JSONResponse(
-            error_body(f"no route {request.method} {request.url.path}", code="not_found"),
-            status_code=404,
-        )
 
-    async def wrong_method(request: Request, exc: Exception) -> Response:
-        return JSONResponse(
-            error_body(f"method {request.method} not allowed on {request.url.path}"),
-            status_code=405,
-        )
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return JSONResponse(
+        error_body(f"no route {request.method} {request.url.path}", code="not_found"),
+        status_code=404,
+    )
 
-    return Starlette(
-        routes=[
-            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-            Route("/v1/models", list_models, methods=["GET"]),
-            Route("/health", health, methods=["GET"]),
-        ],
-        exception_handlers={404: not_found, 405: wrong_method},
+
+async def _wrong_method(request: Request, exc: Exception) -> Response:
+    return JSONResponse(
+        error_body(f"method {request.method} not allowed on {request.url.path}"),
+        status_code=405,
     )
 
 
@@ -321,7 +332,7 @@ def _header_text(text: str) -> str:
     return flat.encode("ascii", "replace").decode("ascii")[:500]
 
 
-def _preflight(backend: Any, plan: _Plan) -> None:
+def _preflight(backend: Backend, plan: _Plan) -> None:
     """Refuse early what the model cannot do: a prompt over its context, a schema its grammar
     cannot express (local models only; others are checked by their provider)."""
     request = plan.request
