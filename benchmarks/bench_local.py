@@ -275,7 +275,7 @@ def bench_speed(backend: Any, llama_cpp: Any) -> dict[str, Any]:
     theirs: list[float] = []
     for round_ in range(4):
         started = time.perf_counter()
-        result = backend.generate(messages, params)
+        result = backend.generate(messages, params=params)
         ours_rate = result.usage.output_tokens / (time.perf_counter() - started)
         started = time.perf_counter()
         out = direct.create_completion(prompt, max_tokens=128, temperature=0.0)

@@ -36,6 +36,7 @@ __all__ = [
     "GrammarError",
     "HistoryError",
     "IncompleteStreamError",
+    "StreamTimeoutError",
     "MCPError",
     "MissingDependencyError",
     "SchemaExportError",
@@ -171,6 +172,11 @@ class IncompleteStreamError(BackendError):
     def __init__(self, message: str, *, partial: object = None) -> None:
         super().__init__(message)
         self.partial = partial
+
+
+class StreamTimeoutError(BackendTimeoutError, IncompleteStreamError):
+    """A streamed answer stalled past the read timeout: a timeout (as for a request that never
+    answered) that also carries the turn as far as it came (``partial``)."""
 
 
 class GrammarError(ToolUseError):

@@ -174,9 +174,9 @@ def test_prompt_longer_than_the_context_is_a_clear_error(backend):
     small = LlamaCppBackend.default(n_ctx=256)
     try:
         with pytest.raises(ContextLengthError, match="context holds 256"):
-            small.generate(user("word " * 400), SHORT)
+            small.generate(user("word " * 400), params=SHORT)
         # the backend still works after the error
-        assert small.generate(user("Say hi."), SamplingParams(max_tokens=8)).usage.output_tokens
+        assert small.generate(user("Say hi."), params=SamplingParams(max_tokens=8)).usage.output_tokens
     finally:
         small.close()
 
@@ -185,7 +185,7 @@ def test_generation_stops_at_the_context_end(backend):
     small = LlamaCppBackend.default(n_ctx=256)
     try:
         result = small.generate(
-            user("Write a long story about a dragon."), SamplingParams(max_tokens=5000)
+            user("Write a long story about a dragon."), params=SamplingParams(max_tokens=5000)
         )
     finally:
         small.close()

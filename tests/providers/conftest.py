@@ -25,6 +25,8 @@ class Reply:
     done_marker: bool = True
     # Send only this many bytes of the body (announcing all of it), then close the connection.
     cut_after: int | None = None
+    # Seconds to stall (connection open, nothing sent) after the first ``cut_after`` bytes.
+    stall: float = 0.0
 
 
 @dataclass
@@ -100,6 +102,8 @@ class ScriptedHTTPServer:
                 if reply.cut_after is not None:
                     self.wfile.write(payload[: reply.cut_after])
                     self.wfile.flush()
+                    if reply.stall:
+                        time.sleep(reply.stall)
                     self.close_connection = True
                     return
                 self.wfile.write(payload)

@@ -267,3 +267,70 @@ def test_bedrock_stream_without_message_stop_is_an_error(server):
     with pytest.raises(IncompleteStreamError) as info:
         list(backend.stream_with_tools(USER, [WEATHER]))
     assert_cut_short(info.value, "messageStop", '{"city": "Par')
+
+
+def test_chat_stream_that_finished_every_choice_without_done_is_complete(server):
+    # Some OpenAI-compatible servers never send [DONE]; the turn is whole once every choice has
+    # its finish_reason and the usage chunk that was asked for has come.
+    usage = {"id": "c1", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
+    finished = chat_chunk({}, finish="tool_calls")
+    server.replies.append(
+        Reply(sse=[CHAT_CALL_START, CHAT_HALF_ARGS, CHAT_REST_ARGS, finished, usage], done_marker=False)
+    )
+    events = list(openai(server).stream(USER, [WEATHER]))
+    result = events[-1].result
+    assert result.tool_calls[0].arguments == {"city": "Paris"}
+    assert result.usage.input_tokens == 5
+
+
+def test_chat_stream_that_finished_but_lost_its_usage_chunk_is_incomplete(server):
+    finished = chat_chunk({}, finish="tool_calls")
+    server.replies.append(
+        Reply(sse=[CHAT_CALL_START, CHAT_HALF_ARGS, CHAT_REST_ARGS, finished], done_marker=False)
+    )
+    with pytest.raises(IncompleteStreamError, match="usage"):
+        list(openai(server).stream(USER, [WEATHER]))
+
+
+def test_chat_stream_without_usage_asked_is_complete_at_the_last_finish_reason(server):
+    finished = chat_chunk({"content": "Sunny."}, finish="stop")
+    server.replies.append(Reply(sse=[finished], done_marker=False))
+    backend = OpenAIBackend("m", base_url=server.url, api_key="k", retry=FAST, stream_usage=False)
+    assert list(backend.stream(USER))[-1].result.text == "Sunny."
+
+
+def _anthropic_body() -> bytes:
+    return "".join(
+        f"event: {name}\ndata: {json.dumps(item)}\n\n" for name, item in ANTHROPIC_EVENTS
+    ).encode()
+
+
+@pytest.mark.parametrize("streaming", ["sync", "async"])
+def test_a_stream_that_stalls_past_the_read_timeout_is_a_timeout_with_the_partial_turn(
+    server, streaming
+):
+    from tooluse.errors import BackendTimeoutError, StreamTimeoutError
+
+    body = _anthropic_body()
+    # Everything but the end is sent, then the server goes quiet for longer than the timeout.
+    server.replies.append(
+        Reply(raw=body + b"\n" * 10, content_type="text/event-stream", cut_after=len(body), stall=3)
+    )
+    backend = AnthropicBackend(
+        "claude-haiku-4-5", base_url=server.url, api_key="k", retry=FAST, timeout=0.5
+    )
+
+    async def consume() -> None:
+        async for _ in backend.astream(USER, [WEATHER]):
+            pass
+
+    with pytest.raises(BackendTimeoutError) as info:
+        if streaming == "sync":
+            list(backend.stream(USER, [WEATHER]))
+        else:
+            import asyncio
+
+            asyncio.run(consume())
+    assert isinstance(info.value, StreamTimeoutError)
+    assert isinstance(info.value, IncompleteStreamError)
+    assert_cut_short(info.value, "message_stop", '{"city": "Par')

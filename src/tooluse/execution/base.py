@@ -152,7 +152,8 @@ def _as_tool(obj: Any) -> ToolDefinition:
     # Imported on use: the normaliser pulls in the schema and validation stack.
     from tooluse.tools import as_tool
 
-    return as_tool(obj)  # type: ignore[no-any-return]
+    definition: ToolDefinition = as_tool(obj)
+    return definition
 
 
 @dataclass(frozen=True, kw_only=True)

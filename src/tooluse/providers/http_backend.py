@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from tooluse.errors import BackendError, IncompleteStreamError
+from tooluse.errors import BackendError, IncompleteStreamError, StreamTimeoutError
 from tooluse.events import StreamEvent, ToolCallFinished, ToolCallStarted
 from tooluse.messages import ChatMessage
 from tooluse.providers.base import (
@@ -73,6 +73,9 @@ def _finish_stream(
     try:
         closing, result = assembler.finish()
     except IncompleteStreamError as exc:
+        if isinstance(broken, httpx.TimeoutException):
+            message = f"the stream stalled past the read timeout ({type(broken).__name__}): {exc}"
+            raise StreamTimeoutError(message, partial=exc.partial) from broken
         if broken is not None:
             raise IncompleteStreamError(f"{exc} ({broken})", partial=exc.partial) from broken
         raise

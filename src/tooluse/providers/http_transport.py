@@ -55,7 +55,7 @@ class RetryPolicy:
                 return max(0.0, min(float(retry_after), self.max_retry_after))
             except ValueError:
                 pass  # an HTTP date; fall back to backoff
-        base = min(self.backoff * (2**attempt), self.max_backoff)
+        base: float = min(self.backoff * (2**attempt), self.max_backoff)
         return base * (0.5 + random.random() / 2)
 
 

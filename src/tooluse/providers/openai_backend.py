@@ -105,4 +105,4 @@ class OpenAIBackend(HTTPBackend):
     def assembler(self) -> StreamAssembler:
         if self.api == "responses":
             return openai_responses.ResponsesStreamAssembler(model=self.model)
-        return openai_chat.ChatStreamAssembler()
+        return openai_chat.ChatStreamAssembler(expect_usage=self.stream_usage)

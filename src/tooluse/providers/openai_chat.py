@@ -205,13 +205,20 @@ class ChatStreamAssembler:
     """Streamed chunks to events; calls are assembled by ``index``.
 
     When ``index`` is missing or repeated for a new call (some servers send 0 for every call),
-    a fragment carrying a new id starts a new call. The stream is complete only once the HTTP
-    layer has fed ``{"type": "[DONE]"}`` (for ``data: [DONE]``); :meth:`finish` raises
-    :class:`IncompleteStreamError` otherwise. Chunks read through an SDK that hides ``[DONE]``
-    can be finished with ``finish(complete=True)``.
+    a fragment carrying a new id starts a new call. The stream is complete once the HTTP layer
+    has fed ``{"type": "[DONE]"}`` (for ``data: [DONE]``), or once every choice it saw has its
+    ``finish_reason`` and, when ``expect_usage`` (the request asked for
+    ``stream_options.include_usage``), the usage chunk has arrived: some OpenAI-compatible
+    servers never send ``[DONE]``, and the official SDK accepts such streams too. Otherwise
+    :meth:`finish` raises :class:`IncompleteStreamError`. Chunks read through an SDK that hides
+    all of this can be finished with ``finish(complete=True)``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, expect_usage: bool = False) -> None:
+        self._expect_usage = expect_usage
+        self._usage_seen = False
+        self._choices: set[int] = set()
+        self._finished: set[int] = set()
         self._builder = TurnBuilder()
         self._slots: list[_Slot] = []
         self._by_index: dict[int, _Slot] = {}
@@ -227,9 +234,12 @@ class ChatStreamAssembler:
             return events
         if chunk.get("usage"):
             self._usage = _usage(chunk["usage"])
+            self._usage_seen = True
         if chunk.get("error"):
             raise BackendError(f"stream error: {json.dumps(chunk['error'])[:500]}")
         for choice in chunk.get("choices") or []:
+            number = choice.get("index", 0)
+            self._choices.add(number)
             delta = choice.get("delta") or {}
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             if isinstance(reasoning, str) and reasoning:
@@ -245,7 +255,16 @@ class ChatStreamAssembler:
             if choice.get("finish_reason"):
                 reason = choice["finish_reason"]
                 self._finish = _FINISH.get(reason, reason)
+                self._finished.add(number)
         return events
+
+    @property
+    def complete(self) -> bool:
+        """Whether the stream has ended properly (see the class docstring)."""
+        if self._done:
+            return True
+        every_choice = bool(self._choices) and self._choices <= self._finished
+        return every_choice and (self._usage_seen or not self._expect_usage)
 
     def _fragment(self, fragment: dict[str, Any]) -> list[StreamEvent]:
         index = fragment.get("index")
@@ -285,8 +304,8 @@ class ChatStreamAssembler:
     def finish(self, *, complete: bool = False) -> tuple[list[StreamEvent], GenerationResult]:
         """The closing events (one ``ToolCallFinished`` per call) and the whole turn.
 
-        Raises :class:`IncompleteStreamError` (with the partial turn) when ``[DONE]`` never came,
-        unless ``complete`` says the stream is known to have ended properly.
+        Raises :class:`IncompleteStreamError` (with the partial turn) when the stream did not end
+        properly (:attr:`complete`), unless ``complete`` says it is known to have.
         """
         events: list[StreamEvent] = []
         for number, slot in enumerate(self._slots):
@@ -297,6 +316,7 @@ class ChatStreamAssembler:
             events.append(ToolCallFinished(index=number, call=call))
         finish = "refusal" if self._refused else self._finish
         result = self._builder.build(finish_reason=finish, usage=self._usage)
-        if not (self._done or complete):
-            raise cut_short(result, "[DONE]")
+        if not (self.complete or complete):
+            missing = "its usage chunk" if self._choices <= self._finished else "[DONE]"
+            raise cut_short(result, missing)
         return events, result

@@ -140,7 +140,7 @@ NormalizedChoice = Union[Literal["auto", "none", "required"], tuple[Literal["too
 def normalize_tool_choice(choice: ToolChoice, tools: Sequence[ToolDefinition]) -> NormalizedChoice:
     """``"auto"``/``"none"``/``"required"`` or ``("tool", name)``; unknown names raise ``ValueError``."""
     if choice in ("auto", "none", "required"):
-        return choice  # type: ignore[return-value]
+        return choice
     if choice == "any":
         return "required"
     names = [t.name for t in tools]
