@@ -56,14 +56,15 @@ def replay(result, model="o4-mini"):
 
 def test_reasoning_then_message_replays_the_output_message_with_its_id():
     items = replay(responses_turn(REASONING, MESSAGE, CALL))
-    assert items[1:4] == [REASONING, MESSAGE, CALL]  # same order, ids kept, status dropped
+    # same order and ids; an output message keeps its status (the SDK's input type requires it)
+    assert items[1:4] == [REASONING, {**MESSAGE, "status": "completed"}, CALL]
     assert items[2]["phase"] == "commentary"  # the SDK asks for phase to be sent back
 
 
 def test_reasoning_then_message_only_turn_keeps_both():
     result = responses_turn(REASONING, MESSAGE)
     assert result.text == "Checking the weather." and result.finish_reason == "stop"
-    assert replay(result)[1:] == [REASONING, MESSAGE]
+    assert replay(result)[1:] == [REASONING, {**MESSAGE, "status": "completed"}]
 
 
 def test_message_without_id_stays_a_plain_assistant_message():

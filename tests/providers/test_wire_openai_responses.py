@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tooluse import ChatMessage, ProviderState, SamplingParams, ToolCallFinished, ToolResult
 from tooluse.events import ArgumentsDelta, TextDelta, ToolCallStarted
 from tooluse.providers import openai_chat, openai_responses
@@ -32,7 +34,7 @@ def test_golden_request_items_in_order_with_reasoning_item_and_fc_ids():
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Weather in Paris and the time?"},
         REASONING_ITEM,
-        MESSAGE_ITEM,  # the item that followed the reasoning item, with its id
+        {**MESSAGE_ITEM, "status": "completed"},  # the item that followed the reasoning item
         {
             "type": "function_call",
             "call_id": "call_1",
@@ -259,3 +261,46 @@ def test_stream_message_items_are_not_calls():
     _, result = assembler.finish()
     assert [type(e).__name__ for e in events] == ["TextDelta"]
     assert result.text == "Hi" and not result.tool_calls
+
+
+def _replayed_input(output_items):
+    from tooluse import ChatMessage, ToolResult
+
+    turn = openai_responses.decode_response({"output": output_items, "usage": {}}, model="gpt-x")
+    history = [
+        ChatMessage.user("hi"),
+        turn.to_message(),
+        ChatMessage.tool_result(ToolResult.success("call_1", "get_weather", "sunny")),
+    ]
+    return openai_responses.encode_request(history, (), None, "auto", model="gpt-x")["input"]
+
+
+CALL_ITEM = {
+    "type": "function_call",
+    "id": "fc_1",
+    "call_id": "call_1",
+    "name": "get_weather",
+    "arguments": '{"city": "Paris"}',
+    "status": "completed",
+}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        [{"type": "output_text", "text": "Let me check.", "annotations": []}],
+        [{"type": "output_text", "text": "Let me check."}],  # a server that leaves annotations out
+        "Let me check.",  # a server that sends the text as a string
+    ],
+)
+def test_a_replayed_output_message_is_a_valid_sdk_output_message(content):
+    from openai.types.responses import ResponseOutputMessageParam
+    from pydantic import TypeAdapter
+
+    message = {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant"}
+    items = _replayed_input([{**message, "content": content}, CALL_ITEM])
+    replayed = next(item for item in items if item.get("id") == "msg_1")
+    TypeAdapter(ResponseOutputMessageParam).validate_python(replayed)  # raises when invalid
+    assert replayed["status"] == "completed"
+    assert replayed["content"][0]["text"] == "Let me check."
+    assert [item.get("type") for item in items[-2:]] == ["function_call", "function_call_output"]

@@ -124,7 +124,7 @@ def _assistant_items(
             state = replayable(part.state, PROVIDER, model)
             original = state.data if state is not None else {}
             if original.get("type") == "message" and _message_text(original) == part.text:
-                items.append(dict(original))
+                items.append(_replayed_message(original))
                 continue
         items.extend(
             encode_assistant_parts(
@@ -142,8 +142,30 @@ def _assistant_items(
     return _with_following_items(items)
 
 
+def _replayed_message(original: dict[str, Any]) -> dict[str, Any]:
+    """An output message item as input: the SDK's ``ResponseOutputMessageParam`` requires its
+    ``status`` and a list of ``output_text`` / ``refusal`` parts (a string content, as some
+    servers send, becomes one part)."""
+    item = dict(original)
+    item.setdefault("status", "completed")
+    content = item.get("content")
+    if isinstance(content, str):
+        item["content"] = [{"type": "output_text", "text": content, "annotations": []}]
+    elif isinstance(content, list):
+        item["content"] = [_output_part(part) for part in content]
+    return item
+
+
+def _output_part(part: Any) -> Any:
+    if isinstance(part, dict) and part.get("type") == "output_text" and "annotations" not in part:
+        return {**part, "annotations": []}
+    return part
+
+
 def _message_text(item: dict[str, Any]) -> str:
     """The visible text of an output message item (its output_text and refusal parts)."""
+    if isinstance(item.get("content"), str):
+        return str(item["content"])
     texts = []
     for content in item.get("content") or []:
         if content.get("type") == "output_text":
@@ -211,11 +233,13 @@ def decode_response(body: dict[str, Any], *, model: str = "") -> GenerationResul
             data = {k: v for k, v in item.items() if k != "status"}
             builder.reasoning(summary, ProviderState(provider=PROVIDER, model=model, data=data))
         elif kind == "message":
-            data = {k: v for k, v in item.items() if k != "status"}
+            data = dict(item)  # the status too: replayed, the item must carry it
             # Kept whole: a reasoning item must be replayed followed by this very message.
             state = ProviderState(provider=PROVIDER, model=model, data=data)
             builder.text(_message_text(item), state if item.get("id") else None)
-            refused = refused or any(c.get("type") == "refusal" for c in item.get("content") or [])
+            parts = item.get("content")
+            parts = parts if isinstance(parts, list) else []
+            refused = refused or any(c.get("type") == "refusal" for c in parts)
         elif kind == "function_call":
             state = ProviderState(provider=PROVIDER, model=model, data={"item_id": item.get("id")})
             builder.call(
