@@ -218,9 +218,9 @@ def test_openai_agents_completes_a_tool_loop(local_server):
 
 
 def post(base: str, body, **kwargs) -> httpx.Response:
+    kwargs.setdefault("timeout", 120)
     return httpx.post(
         f"{base}/v1/chat/completions",
-        timeout=120,
         **kwargs,
         **({"json": body} if not isinstance(body, (bytes, str)) else {"content": body}),
     )
@@ -283,6 +283,10 @@ def test_client_that_disconnects_mid_stream_frees_the_model(local_server):
     assert follow.json()["choices"][0]["message"]["content"]
 
 
+# The work is bounded (20 requests of at most 24 tokens, answered one at a time), not the wall
+# time: on a loaded machine the last request waits for the 19 before it, so the client waits
+# as long as it takes and only the suite's own limit for a stuck test applies.
+@pytest.mark.timeout(1800)
 def test_twenty_concurrent_requests_are_all_answered_and_not_mixed_up(local_server):
     def ask(i: int) -> tuple[int, str]:
         tool = {
@@ -304,10 +308,7 @@ def test_twenty_concurrent_requests_are_all_answered_and_not_mixed_up(local_serv
             "tool_choice": {"type": "function", "function": {"name": f"tool_{i}"}},
             "max_tokens": 24,
         }
-        reply = post(
-            local_server,
-            body,
-        )
+        reply = post(local_server, body, timeout=None)
         reply.raise_for_status()
         message = reply.json()["choices"][0]["message"]
         assert message.get("tool_calls"), (i, reply.json(), reply.headers)

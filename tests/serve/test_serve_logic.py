@@ -157,6 +157,30 @@ def test_structured_output_is_the_forced_call_as_content():
     assert backend.requests[0].tool_choice == "point"
 
 
+@pytest.mark.parametrize(
+    ("wire_choice", "seen"),
+    [
+        ("auto", "auto"),
+        ("none", "none"),
+        ("required", "required"),
+        ({"type": "function", "function": {"name": "add"}}, "add"),
+    ],
+)
+def test_the_requests_tool_choice_reaches_the_backend(wire_choice, seen):
+    streamed = ScriptedBackend([[ToolCall(id="c1", name="add", arguments={"a": 1, "b": 2})]] * 2)
+    app = create_app([ServedModel(id="m", backend=streamed)])
+    body = {**HELLO, "tools": [ADD], "tool_choice": wire_choice}
+    with Server(app) as base:
+        assert ask(base, body).status_code == 200
+        with httpx.stream(
+            "POST", f"{base}/v1/chat/completions", json={**body, "stream": True}, timeout=30
+        ) as reply:
+            assert reply.status_code == 200
+            reply.read()
+    assert [r.tool_choice for r in streamed.requests] == [seen, seen]
+    assert [t.name for t in streamed.requests[0].tools] == ["add"]
+
+
 # -- tool calls added to a text-only upstream ------------------------------------------------------
 
 HERMES_REPLY = (
