@@ -100,7 +100,7 @@ def _split_description(annotation: Any) -> tuple[Any, str | None]:
     if not texts:
         return annotation, None
     parts = (base, *rest)
-    rebuilt = Annotated[parts] if rest else base  # type: ignore[valid-type]
+    rebuilt = Annotated[parts] if rest else base
     return rebuilt, " ".join(t.strip() for t in texts)
 
 
@@ -153,7 +153,7 @@ def _signature_target(fn: Callable[..., Any]) -> Callable[..., Any]:
     if inspect.isclass(fn):
         return fn
     if not (inspect.isfunction(fn) or inspect.ismethod(fn)) and callable(fn):
-        call = type(fn).__call__  # type: ignore[operator]
+        call = type(fn).__call__
         if not inspect.isbuiltin(call):
             return fn.__call__  # type: ignore[operator,no-any-return]
     return fn
@@ -261,7 +261,7 @@ def _arguments_model(
 ) -> tuple[type[BaseModel], dict[str, Any]]:
     """The arguments model built from ``fields`` and its cleaned JSON Schema."""
     try:
-        model = create_model(  # type: ignore[call-overload]
+        model = create_model(
             f"{tool_name}_arguments",
             __config__=ConfigDict(
                 extra="forbid",
