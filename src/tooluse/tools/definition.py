@@ -474,9 +474,7 @@ class ToolDefinition:
         fn = self.function
         if fn is None:
             return False
-        return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-            type(fn).__call__
-        )
+        return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def _positional_arguments(

@@ -150,7 +150,12 @@ def _strict_rewritten(
     changes: list[SchemaChange],
 ) -> bool:
     """Rewrite or drop a keyword strict mode does not take as is; whether ``key`` was one."""
-    if key == "allOf" and isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
+    if (
+        key == "allOf"
+        and isinstance(value, list)
+        and len(value) == 1
+        and isinstance(value[0], dict)
+    ):
         out.update(_strict_node(value[0], path, changes))
         return True
     if key == "format" and value not in _STRICT_FORMATS:
@@ -408,8 +413,7 @@ def _gemini_subschema(  # noqa: PLR0913 -- one node's walk state, passed down un
         out["items"] = _gemini_node(value, root, f"{path}/items", changes, depth)
     elif key == "anyOf":
         out["anyOf"] = [
-            _gemini_node(v, root, f"{path}/anyOf/{i}", changes, depth)
-            for i, v in enumerate(value)
+            _gemini_node(v, root, f"{path}/anyOf/{i}", changes, depth) for i, v in enumerate(value)
         ]
     elif key == "prefixItems" and isinstance(value, list) and value:
         _gemini_prefix_items(out, value, root, path, changes, depth)
@@ -441,9 +445,7 @@ def _gemini_prefix_items(
     order = ", ".join(str(v.get("type", "value")) for v in subs)
     if len(distinct) > 1:
         _note(out, f"items in this order: {order}")
-    changes.append(
-        SchemaChange(path=path, keyword="prefixItems", action="rewritten", detail=order)
-    )
+    changes.append(SchemaChange(path=path, keyword="prefixItems", action="rewritten", detail=order))
 
 
 def _gemini_keyword(

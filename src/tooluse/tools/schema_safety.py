@@ -209,9 +209,7 @@ def _subschemas(
     return out
 
 
-def _check_ref_cycles(
-    schema: Mapping[str, Any], refs: list[tuple[str, tuple[str, ...]]]
-) -> None:
+def _check_ref_cycles(schema: Mapping[str, Any], refs: list[tuple[str, tuple[str, ...]]]) -> None:
     """A $ref chain that comes back to itself before describing any value never terminates."""
     for ref, parts in refs:
         seen: set[str] = set()
