@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # portable build is as fast as the native one, and it builds faster (no multimodal part).
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: install test demo bench lint typecheck clean chromium mutation
+.PHONY: install test test-fast demo bench lint typecheck clean chromium mutation
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,8 @@ install: $(STAMP)
 
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks examples
+	# enabled once the tree is formatted:
+	# $(VENV)/bin/ruff format --check src tests benchmarks examples
 
 typecheck: install
 	$(VENV)/bin/mypy
@@ -52,6 +54,11 @@ chromium:
 
 test: install lint typecheck chromium
 	$(PY) -m pytest -q -p no:cacheprovider -rs
+
+# The same without the tests marked slow (the real local model, servers, Chromium): a few
+# minutes, for the edit-test cycle. `make test` stays the full check.
+test-fast: install lint typecheck
+	$(PY) -m pytest -q -p no:cacheprovider -rs -m "not slow"
 
 demo: install
 	$(VENV)/bin/tooluse demo

@@ -37,7 +37,7 @@ def get_weather(
     return city
 
 
-def Movie(
+def Movie(  # noqa: PLR0913 -- the signature is the record's ten fields
     title: str,
     rating_value: float,
     rating_count: str,

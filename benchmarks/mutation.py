@@ -62,7 +62,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
             "--deselect=tests/formats/test_adversarial.py"
             "::test_a_million_tool_call_markers_cost_linear_work",
             "tests/formats/test_streaming_arguments.py",
-            "tests/formats/test_conformance_classes.py",
+            "tests/formats/test_peer_defect_classes.py",
             "tests/formats/test_mutants_formats.py",
         ],
     ),

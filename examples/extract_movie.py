@@ -24,7 +24,7 @@ Stars Sam Worthington, Zoe Saldaña, Sigourney Weaver.
 """
 
 
-def Movie(
+def Movie(  # noqa: PLR0913 -- the signature is the record's ten fields
     title: str,
     rating_value: float,
     rating_count: str,

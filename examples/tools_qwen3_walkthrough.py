@@ -32,7 +32,7 @@ def get_weekday(date_str: str):
     return f"{date:%A}"
 
 
-def Movie(
+def Movie(  # noqa: PLR0913 -- the signature is the record's ten fields
     title: str,
     rating_value: float,
     rating_count: str,

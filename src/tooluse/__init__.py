@@ -1,12 +1,18 @@
 """tooluse: LLM tool calling end to end, for hosted APIs and small local models.
 
-The public API is exactly ``__all__``; everything else is internal.
+``__all__`` is the define -> loop path: tools and their definitions, messages, errors, the
+backends' common types and :func:`load_model`, the loop (:func:`run`, :func:`arun`,
+:func:`iter_run`), structured extraction, stream events and the executors. Everything else
+lives in its subpackage (``tooluse.envs``, ``tooluse.execution.mcp``, ``tooluse.formats``,
+``tooluse.providers``, ...); the names this package exported before stay importable from here,
+loaded on first use.
 """
 
 from __future__ import annotations
 
-from tooluse.conversation import Conversation, Participant
-from tooluse.envs import TrajectoryRunner
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from tooluse.errors import (
     BackendError,
     BackendHTTPError,
@@ -36,18 +42,7 @@ from tooluse.events import (
     ToolCallStarted,
 )
 from tooluse.execution import AsyncToolExecutor, CancellationToken, SimpleToolExecutor, Veto
-from tooluse.execution.mcp import MCPServerConfig, MCPToolExecutor, MCPToolset  # no mcp import
-from tooluse.execution.mcp_server import MCPToolServer
-from tooluse.execution.mcp_sync import SyncMCPToolExecutor
-from tooluse.formats import (
-    HermesToolCallParser,
-    ParsedToolResponse,
-    ToolCallParser,
-    detect_format,
-    get_parser,
-    render_chat_template,
-)
-from tooluse.loop import RunOptions, RunResult, StopReason, arun, run
+from tooluse.loop import RunOptions, RunResult, StopReason, arun, iter_run, run
 from tooluse.messages import (
     ChatMessage,
     ProviderState,
@@ -58,18 +53,12 @@ from tooluse.messages import (
     Usage,
 )
 from tooluse.providers import (
-    AnthropicBackend,
-    BedrockBackend,
-    GeminiBackend,
     GenerationDone,
     GenerationResult,
     ModelCapabilities,
-    OpenAIBackend,
     SamplingParams,
     ScriptedBackend,
     load_model,
-    register_model_prefix,
-    validate_history,
 )
 from tooluse.structured import aextract, extract
 from tooluse.tools import (
@@ -86,42 +75,52 @@ from tooluse.tools import (
     tool,
 )
 
+if TYPE_CHECKING:  # the names loaded on first use, for type checkers (`X as X`: re-exported)
+    from tooluse.conversation import Conversation as Conversation
+    from tooluse.conversation import Participant as Participant
+    from tooluse.envs import TrajectoryRunner as TrajectoryRunner
+    from tooluse.execution.mcp import MCPServerConfig as MCPServerConfig
+    from tooluse.execution.mcp import MCPToolExecutor as MCPToolExecutor
+    from tooluse.execution.mcp import MCPToolset as MCPToolset
+    from tooluse.execution.mcp_server import MCPToolServer as MCPToolServer
+    from tooluse.execution.mcp_sync import SyncMCPToolExecutor as SyncMCPToolExecutor
+    from tooluse.formats import HermesToolCallParser as HermesToolCallParser
+    from tooluse.formats import ParsedToolResponse as ParsedToolResponse
+    from tooluse.formats import ToolCallParser as ToolCallParser
+    from tooluse.formats import detect_format as detect_format
+    from tooluse.formats import get_parser as get_parser
+    from tooluse.formats import render_chat_template as render_chat_template
+    from tooluse.providers import AnthropicBackend as AnthropicBackend
+    from tooluse.providers import BedrockBackend as BedrockBackend
+    from tooluse.providers import GeminiBackend as GeminiBackend
+    from tooluse.providers import OpenAIBackend as OpenAIBackend
+    from tooluse.providers import register_model_prefix as register_model_prefix
+    from tooluse.providers import validate_history as validate_history
+
 __version__ = "0.1.0"
 
 __all__ = [
-    "AnthropicBackend",
+    "DEFAULT_REGISTRY",
     "ArgumentsDelta",
     "AsyncToolExecutor",
     "BackendError",
     "BackendHTTPError",
     "BackendTimeoutError",
-    "BedrockBackend",
     "CancellationToken",
     "ChatMessage",
     "ChatTemplateError",
     "ContextLengthError",
-    "Conversation",
-    "DEFAULT_REGISTRY",
     "ExtractionError",
-    "GeminiBackend",
     "GenerationDone",
     "GenerationResult",
     "GrammarError",
-    "HermesToolCallParser",
     "HistoryError",
     "IncompleteStreamError",
     "Injected",
     "MCPError",
-    "MCPServerConfig",
-    "MCPToolExecutor",
-    "MCPToolServer",
-    "MCPToolset",
     "MissingDependencyError",
     "ModelCapabilities",
-    "OpenAIBackend",
     "ParseError",
-    "ParsedToolResponse",
-    "Participant",
     "ProviderState",
     "ReasoningDelta",
     "ReasoningPart",
@@ -132,14 +131,12 @@ __all__ = [
     "ScriptedBackend",
     "SimpleToolExecutor",
     "StopReason",
-    "SyncMCPToolExecutor",
     "TextDelta",
     "TextPart",
     "Tool",
     "ToolArgumentError",
     "ToolCall",
     "ToolCallFinished",
-    "ToolCallParser",
     "ToolCallStarted",
     "ToolContext",
     "ToolDefinition",
@@ -153,20 +150,62 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolUseError",
-    "TrajectoryRunner",
     "Usage",
     "Veto",
+    "__version__",
     "aextract",
     "arun",
     "as_tool",
-    "detect_format",
     "extract",
-    "get_parser",
+    "iter_run",
     "load_model",
-    "register_model_prefix",
-    "render_chat_template",
     "run",
     "tool",
-    "validate_history",
-    "__version__",
 ]
+
+# Names exported here before that belong to a subpackage: imported on first use (so that
+# `import tooluse` does not load environments, MCP or the text formats), name -> module.
+_MOVED: dict[str, str] = {
+    "Conversation": "tooluse.conversation",
+    "Participant": "tooluse.conversation",
+    "TrajectoryRunner": "tooluse.envs",
+    "MCPServerConfig": "tooluse.execution.mcp",
+    "MCPToolExecutor": "tooluse.execution.mcp",
+    "MCPToolset": "tooluse.execution.mcp",
+    "MCPToolServer": "tooluse.execution.mcp",
+    "SyncMCPToolExecutor": "tooluse.execution.mcp",
+    "HermesToolCallParser": "tooluse.formats",
+    "ParsedToolResponse": "tooluse.formats",
+    "ToolCallParser": "tooluse.formats",
+    "detect_format": "tooluse.formats",
+    "get_parser": "tooluse.formats",
+    "render_chat_template": "tooluse.formats",
+    "AnthropicBackend": "tooluse.providers",
+    "BedrockBackend": "tooluse.providers",
+    "GeminiBackend": "tooluse.providers",
+    "OpenAIBackend": "tooluse.providers",
+    "register_model_prefix": "tooluse.providers",
+    "validate_history": "tooluse.providers",
+}
+
+# Where a name is not (yet) exported by the package above, the module that defines it.
+_DEFINED_IN: dict[str, str] = {
+    "MCPToolServer": "tooluse.execution.mcp_server",
+    "SyncMCPToolExecutor": "tooluse.execution.mcp_sync",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tooluse' has no attribute {name!r}")
+    try:
+        value = getattr(importlib.import_module(module), name)
+    except AttributeError:
+        value = getattr(importlib.import_module(_DEFINED_IN[name]), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_MOVED})

@@ -95,7 +95,7 @@ class ExtractOptions(TypedDict, total=False):
     validate: Callable[[dict[str, Any]], Any] | None
 
 
-def _prepare(
+def _prepare(  # noqa: PLR0913 -- ExtractOptions spelled out: an unknown one is a TypeError
     backend: Any,
     text_or_messages: Prompt,
     target: Any,

@@ -139,3 +139,21 @@ def test_the_library_works_and_load_model_names_the_extra(bare_python):
     first, second = done.stdout.splitlines()[:2]
     assert first == "add"
     assert second.startswith("MISSING local ") and "pip install 'tooluse[local]'" in second
+
+
+def test_the_wheel_carries_the_one_version(bare_python):
+    # pyproject reads the version from tooluse/__init__.py: the installed metadata, the module
+    # attribute and `tooluse --version` say the same, and it is the source tree's.
+    written = re.search(
+        r'^__version__ = "([^"]+)"', (SRC / "tooluse" / "__init__.py").read_text(), re.M
+    )
+    assert written is not None
+    code = (
+        "import importlib.metadata as m, tooluse\nprint(m.version('tooluse'), tooluse.__version__)"
+    )
+    done = subprocess.run([str(bare_python), "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [written.group(1)] * 2
+    shown = tooluse(bare_python, "--version")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip() == written.group(1)

@@ -107,11 +107,12 @@ def tool_to_template_dict(tool: Any) -> dict[str, Any]:
     """
     if isinstance(tool, Mapping):
         return dict(tool)
-    if not isinstance(tool, ToolDefinition):
-        from tooluse.tools import as_tool
+    if isinstance(tool, ToolDefinition):
+        return tool.to_openai_schema()
+    from tooluse.tools import as_tool
 
-        tool = as_tool(tool)
-    return tool.to_openai_schema()
+    definition: ToolDefinition = as_tool(tool)
+    return definition.to_openai_schema()
 
 
 def message_to_template_dict(message: ChatMessage | Mapping[str, Any]) -> dict[str, Any]:

@@ -107,41 +107,50 @@ class _CallObjectMachine(StreamMachine):
 
     def _step(self) -> bool:
         if self._state == "text":
-            marker = self._text_until(self._text_markers)
-            if marker is None:
-                return False
-            if marker == self.call_open:
-                self._state = "body"
-                self._parts = []
-                self._header = []
-                self._raw: list[str] = [self.call_open]
-            elif marker == self.think_open:
-                self._enter_reasoning()
-            return True
+            return self._text_step()
         if self._state == "body":
-            # code is released as it arrives (not gathered up to the next marker) so that
-            # each argument streams as soon as the comma after it is read
-            found = self._body_markers.find(self._buf, self._pos, self._final)
-            code = self._buf[self._pos : found.text_end]
-            self._pos = found.text_end
-            if code:
-                self._stream_code(code)
-                self._parts.append(code)
-                self._raw.append(code)
-            if found.marker is None:
-                if self._final:
-                    self._end_body(cut=True)
-                    return True
-                return bool(code)
-            self._pos = found.marker_end
-            self._raw.append(found.marker)
-            if found.marker == self.quote:
-                self._header = None  # a string before "call:NAME{": not a streamable call
-                self._open_string()
+            return self._body_step()
+        return self._string_step()
+
+    def _text_step(self) -> bool:
+        marker = self._text_until(self._text_markers)
+        if marker is None:
+            return False
+        if marker == self.call_open:
+            self._state = "body"
+            self._parts = []
+            self._header = []
+            self._raw: list[str] = [self.call_open]
+        elif marker == self.think_open:
+            self._enter_reasoning()
+        return True
+
+    def _body_step(self) -> bool:
+        # code is released as it arrives (not gathered up to the next marker) so that
+        # each argument streams as soon as the comma after it is read
+        found = self._body_markers.find(self._buf, self._pos, self._final)
+        code = self._buf[self._pos : found.text_end]
+        self._pos = found.text_end
+        if code:
+            self._stream_code(code)
+            self._parts.append(code)
+            self._raw.append(code)
+        if found.marker is None:
+            if self._final:
+                self._end_body(cut=True)
                 return True
-            self._end_body(cut=False)
+            return bool(code)
+        self._pos = found.marker_end
+        self._raw.append(found.marker)
+        if found.marker == self.quote:
+            self._header = None  # a string before "call:NAME{": not a streamable call
+            self._open_string()
             return True
-        # "string": its text needs no unescaping, so a member's string value is sent as it comes
+        self._end_body(cut=False)
+        return True
+
+    def _string_step(self) -> bool:
+        """A string's text needs no unescaping, so a member's string value is sent as it comes."""
         found = self._string_markers.find(self._buf, self._pos, self._final)
         piece = self._buf[self._pos : found.text_end]
         self._pos = found.text_end

@@ -49,62 +49,22 @@ class _HarmonyMachine(JsonCallMachine):
 
     def _step(self) -> bool:
         state = self._state
-        if state == "start":
-            # The prompt ends with "<|start|>assistant", so the first header may begin with the
-            # role part's recipient: " to=functions.NAME<|channel|>commentary json<|message|>".
-            match = _WS.match(self._buf, self._pos)
-            end = match.end() if match else self._pos
-            rest = self._buf[end : end + len(_LEAD_RECIPIENT)]
-            if rest == _LEAD_RECIPIENT:
-                self._header_prefix = ""
-                self._state = "header"
-                return True
-            if not self._final and _LEAD_RECIPIENT.startswith(rest) and end - self._pos <= 64:
-                return False
-            self._state = "outside"
-            return True
-        if state == "outside":
-            marker = self._text_until(self._outside)
-            if marker is None:
-                return False
-            if marker == MESSAGE:
-                self._channel = "final"
-                self._state = "content"
-            else:
-                self._header_prefix = marker
-                self._state = "header"
-            return True
-        if state == "header":
-            got = self._collect_until(self._header_end)
-            if got is None:
-                return False
-            text, marker = got
-            header = self._header_prefix + text
-            if marker != MESSAGE:
-                self._error("Harmony header without <|message|>", header + (marker or ""))
-                self._header_prefix = START
-                self._state = "header" if marker == START else "outside"
-                return True
-            self._open_message(header)
-            return True
-        if state in ("content", "reasoning"):
-            found = self._body_end.find(self._buf, self._pos, self._final)
-            piece = self._buf[self._pos : found.text_end]
-            if state == "content":
-                self._emit_text(piece)
-            else:
-                self._emit_reasoning(piece)
-            self._pos = found.text_end
-            if found.marker is None:
-                return False
-            self._end_message(found.marker, found.marker_end)
-            return True
+        if state == "content":
+            return self._message_step(reasoning=False)
         if state == "body":
             progress = self._scan_body()
             if progress is not None:
                 return progress
             self._state = "raw" if self._end_body() == "invalid" else "after"
             return True
+        if state == "reasoning":
+            return self._message_step(reasoning=True)
+        if state == "outside":
+            return self._outside_step()
+        if state == "header":
+            return self._header_step()
+        if state == "start":
+            return self._start_step()
         if state == "raw":
             raw = self._collect_raw(self._body_end)
             if raw is None:
@@ -112,7 +72,65 @@ class _HarmonyMachine(JsonCallMachine):
             self._end_invalid(raw)
             self._state = "after"
             return True
-        # "after" a call's arguments: the message's end marker, if it follows
+        return self._after_step()
+
+    def _start_step(self) -> bool:
+        # The prompt ends with "<|start|>assistant", so the first header may begin with the
+        # role part's recipient: " to=functions.NAME<|channel|>commentary json<|message|>".
+        match = _WS.match(self._buf, self._pos)
+        end = match.end() if match else self._pos
+        rest = self._buf[end : end + len(_LEAD_RECIPIENT)]
+        if rest == _LEAD_RECIPIENT:
+            self._header_prefix = ""
+            self._state = "header"
+            return True
+        if not self._final and _LEAD_RECIPIENT.startswith(rest) and end - self._pos <= 64:
+            return False
+        self._state = "outside"
+        return True
+
+    def _outside_step(self) -> bool:
+        marker = self._text_until(self._outside)
+        if marker is None:
+            return False
+        if marker == MESSAGE:
+            self._channel = "final"
+            self._state = "content"
+        else:
+            self._header_prefix = marker
+            self._state = "header"
+        return True
+
+    def _header_step(self) -> bool:
+        got = self._collect_until(self._header_end)
+        if got is None:
+            return False
+        text, marker = got
+        header = self._header_prefix + text
+        if marker != MESSAGE:
+            self._error("Harmony header without <|message|>", header + (marker or ""))
+            self._header_prefix = START
+            self._state = "header" if marker == START else "outside"
+            return True
+        self._open_message(header)
+        return True
+
+    def _message_step(self, *, reasoning: bool) -> bool:
+        """Content or reasoning text up to the message's end marker."""
+        found = self._body_end.find(self._buf, self._pos, self._final)
+        piece = self._buf[self._pos : found.text_end]
+        if reasoning:
+            self._emit_reasoning(piece)
+        else:
+            self._emit_text(piece)
+        self._pos = found.text_end
+        if found.marker is None:
+            return False
+        self._end_message(found.marker, found.marker_end)
+        return True
+
+    def _after_step(self) -> bool:
+        """After a call's arguments: the message's end marker, if it follows."""
         match = _WS.match(self._buf, self._pos)
         end = match.end() if match else self._pos
         rest = self._buf[end : end + 12]

@@ -96,65 +96,85 @@ class _LlamaMachine(_JsonFormatMachine):
 
     def _step(self) -> bool:
         state = self._state
-        if state == "start":
-            match = _WS.match(self._buf, self._pos)
-            end = match.end() if match else self._pos
-            if end == len(self._buf) and not self._final and end - self._pos <= _MAX_WAIT_WS:
-                return False
-            if end < len(self._buf) and self._buf[end] == "{":
-                self._lead = self._buf[self._pos : end]
-                self._pos = end
-                self._open_calls("", self._terminators)
-                self._state = "body"
-            else:
-                self._state = "text"
-            return True
         if state == "text":
-            marker = self._text_until(self._text_markers)
-            if marker is None:
-                return False
-            if marker == "{":
-                self._pos -= 1
-                self._state = "maybe_call"
-            else:
-                self._state = "tag"
-            return True
-        if state == "maybe_call":
-            # After prose, a JSON object is a call only when it opens with its "name" key.
-            if _CALL_HEAD.match(self._buf, self._pos):
-                self._lead = ""
-                self._open_calls("", self._terminators)
-                self._state = "body"
-                return True
-            rest = self._buf[self._pos : self._pos + _MAX_WAIT_WS + 1]
-            if not self._final and len(rest) <= _MAX_WAIT_WS and _CALL_HEAD_PARTIAL.match(rest):
-                return False
-            self._emit_text("{")
-            self._pos += 1
-            self._state = "text"
-            return True
-        if state == "tag":
-            first = self._peek_value_start()
-            if first is None:
-                return False
-            if first in ("{", "["):
-                self._open_calls("<|python_tag|>", self._terminators)
-                self._state = "body"
-            else:
-                self._state = "builtin"
-            return True
+            return self._text_step()
         if state == "body":
             return self._body_step("between", self._terminators)
+        if state == "start":
+            return self._start_step()
+        if state == "maybe_call":
+            return self._maybe_call_step()
+        if state == "tag":
+            return self._tag_step()
         if state == "raw":
             return self._raw_step()
         if state == "builtin":
-            got = self._collect_until(self._builtin_end)
-            if got is None:
-                return False
-            self._builtin_calls(got[0])
+            return self._builtin_step()
+        return self._between_step()
+
+    def _start_step(self) -> bool:
+        """The start of the turn: a bare JSON object (after spaces) is a call."""
+        match = _WS.match(self._buf, self._pos)
+        end = match.end() if match else self._pos
+        if end == len(self._buf) and not self._final and end - self._pos <= _MAX_WAIT_WS:
+            return False
+        if end < len(self._buf) and self._buf[end] == "{":
+            self._lead = self._buf[self._pos : end]
+            self._pos = end
+            self._open_calls("", self._terminators)
+            self._state = "body"
+        else:
             self._state = "text"
+        return True
+
+    def _text_step(self) -> bool:
+        marker = self._text_until(self._text_markers)
+        if marker is None:
+            return False
+        if marker == "{":
+            self._pos -= 1
+            self._state = "maybe_call"
+        else:
+            self._state = "tag"
+        return True
+
+    def _maybe_call_step(self) -> bool:
+        # After prose, a JSON object is a call only when it opens with its "name" key.
+        if _CALL_HEAD.match(self._buf, self._pos):
+            self._lead = ""
+            self._open_calls("", self._terminators)
+            self._state = "body"
             return True
-        # "between" calls: "; {" continues, an end token is dropped, anything else is text
+        rest = self._buf[self._pos : self._pos + _MAX_WAIT_WS + 1]
+        if not self._final and len(rest) <= _MAX_WAIT_WS and _CALL_HEAD_PARTIAL.match(rest):
+            return False
+        self._emit_text("{")
+        self._pos += 1
+        self._state = "text"
+        return True
+
+    def _tag_step(self) -> bool:
+        """After ``<|python_tag|>`` (or ``;``): JSON calls, or a built-in tool's Python call."""
+        first = self._peek_value_start()
+        if first is None:
+            return False
+        if first in ("{", "["):
+            self._open_calls("<|python_tag|>", self._terminators)
+            self._state = "body"
+        else:
+            self._state = "builtin"
+        return True
+
+    def _builtin_step(self) -> bool:
+        got = self._collect_until(self._builtin_end)
+        if got is None:
+            return False
+        self._builtin_calls(got[0])
+        self._state = "text"
+        return True
+
+    def _between_step(self) -> bool:
+        """Between calls: "; {" continues, an end token is dropped, anything else is text."""
         match = _WS.match(self._buf, self._pos)
         end = match.end() if match else self._pos
         rest = self._buf[end : end + 12]
@@ -393,90 +413,106 @@ class _DeepSeekMachine(_JsonFormatMachine):
     def _step(self) -> bool:
         state = self._state
         if state == "text":
-            found = self._text_markers.find(self._buf, self._pos, self._final)
-            self._emit_text(self._buf[self._pos : found.text_end])
-            self._pos = found.text_end
-            if found.marker is None:
-                return False
-            self._pos = found.marker_end
-            if found.marker == "<think>":
-                self._enter_reasoning()
-            elif found.marker == "</think>":
-                if not self._reasoning_cut_by_call:
-                    self._emit_text(found.marker)
-                self._reasoning_cut_by_call = False
-            elif found.marker == self.calls_begin:
-                self._state = "calls"
-                self._section, self._section_calls, self._in_section = [], False, True
-            elif found.marker == self.call_begin:
-                self._section_calls = True
-                self._state = "header"
-            # a stray end-of-section marker (the model closed a section twice) is dropped
-            return True
+            return self._text_step()
+        if state == "body":
+            return self._body_step("close", MarkerSet([self.call_end, self.calls_end]))
         if state == "calls":
             return self._calls_step()
         if state == "header":
-            got = self._collect_until(self._header_end)
-            if got is None:
-                return False
-            text, marker = got
-            if marker != self.sep:
-                self._error("tool call has no separator", self.call_begin + text)
-                self._state = self._after_call() if marker == self.call_end else "text"
-                return True
-            if self.fenced:
-                self._state = "name"
-            else:
-                self._name, self._call_id = self._split_header(text.strip())
-                self._state = "args"
-            return True
+            return self._header_step()
         if state == "name":
-            got = self._collect_until(self._name_end)
-            if got is None:
-                return False
-            self._name = got[0].strip()
-            if got[1] != "\n":
-                self._error("tool call has no arguments", self.call_begin + self._name)
-                self._state = self._after_call() if got[1] == self.call_end else "text"
-                return True
-            self._state = "fence"
-            return True
+            return self._name_step()
         if state == "fence":
-            opened = self._skip_closing("```json")
-            if opened is None:
+            if self._skip_closing("```json") is None:
                 return False
             self._state = "args"
             return True
         if state == "args":
-            if not _NAME.fullmatch(self._name):
-                self._error("tool call has no valid name", self.call_begin + self._name)
-                self._state = "raw"
-                self._raw_terminators = MarkerSet([self.call_end, self.calls_end])
-                self._after_raw = "close"
-                self._prefix = ""
-                return True
-            self._open_arguments(
-                self.call_begin + self._name, self._name, self._terminators, self._call_id
-            )
-            self._state = "body"
-            return True
-        if state == "body":
-            return self._body_step("close", MarkerSet([self.call_end, self.calls_end]))
+            return self._args_step()
         if state == "raw":
-            raw = self._collect_raw(self._raw_terminators)
-            if raw is None:
-                return False
-            if self._current is not None:
-                self._end_invalid(raw)
-            self._state = self._after_raw
+            return self._raw_step()
+        return self._close_step()
+
+    def _text_step(self) -> bool:
+        found = self._text_markers.find(self._buf, self._pos, self._final)
+        self._emit_text(self._buf[self._pos : found.text_end])
+        self._pos = found.text_end
+        if found.marker is None:
+            return False
+        self._pos = found.marker_end
+        if found.marker == "<think>":
+            self._enter_reasoning()
+        elif found.marker == "</think>":
+            if not self._reasoning_cut_by_call:
+                self._emit_text(found.marker)
+            self._reasoning_cut_by_call = False
+        elif found.marker == self.calls_begin:
+            self._state = "calls"
+            self._section, self._section_calls, self._in_section = [], False, True
+        elif found.marker == self.call_begin:
+            self._section_calls = True
+            self._state = "header"
+        # a stray end-of-section marker (the model closed a section twice) is dropped
+        return True
+
+    def _header_step(self) -> bool:
+        """The call header up to the separator (V3.1: the name, and an id where embedded)."""
+        got = self._collect_until(self._header_end)
+        if got is None:
+            return False
+        text, marker = got
+        if marker != self.sep:
+            self._error("tool call has no separator", self.call_begin + text)
+            self._state = self._after_call() if marker == self.call_end else "text"
             return True
-        # "close": an optional closing fence, then the end of this call
         if self.fenced:
-            fence = self._skip_closing("```")
-            if fence is None:
-                return False
-        closed = self._skip_closing(self.call_end)
-        if closed is None:
+            self._state = "name"
+        else:
+            self._name, self._call_id = self._split_header(text.strip())
+            self._state = "args"
+        return True
+
+    def _name_step(self) -> bool:
+        """V3/R1: the tool name on the line after the separator."""
+        got = self._collect_until(self._name_end)
+        if got is None:
+            return False
+        self._name = got[0].strip()
+        if got[1] != "\n":
+            self._error("tool call has no arguments", self.call_begin + self._name)
+            self._state = self._after_call() if got[1] == self.call_end else "text"
+            return True
+        self._state = "fence"
+        return True
+
+    def _args_step(self) -> bool:
+        if not _NAME.fullmatch(self._name):
+            self._error("tool call has no valid name", self.call_begin + self._name)
+            self._state = "raw"
+            self._raw_terminators = MarkerSet([self.call_end, self.calls_end])
+            self._after_raw = "close"
+            self._prefix = ""
+            return True
+        self._open_arguments(
+            self.call_begin + self._name, self._name, self._terminators, self._call_id
+        )
+        self._state = "body"
+        return True
+
+    def _raw_step(self) -> bool:
+        raw = self._collect_raw(self._raw_terminators)
+        if raw is None:
+            return False
+        if self._current is not None:
+            self._end_invalid(raw)
+        self._state = self._after_raw
+        return True
+
+    def _close_step(self) -> bool:
+        """An optional closing fence, then the end of this call."""
+        if self.fenced and self._skip_closing("```") is None:
+            return False
+        if self._skip_closing(self.call_end) is None:
             return False
         self._state = self._after_call()
         return True

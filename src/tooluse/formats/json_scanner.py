@@ -140,7 +140,7 @@ class JsonScanner:
                 self.sink.json_arguments_text(piece)
         return i
 
-    def _scan(self, text: str, i: int, final: bool) -> int:
+    def _scan(self, text: str, i: int, final: bool) -> int:  # noqa: C901, PLR0912, PLR0915 -- per-character loop, inline for speed
         n = len(text)
         while i < n and not self.done:
             if self.in_string:

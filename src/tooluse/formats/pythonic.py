@@ -67,7 +67,7 @@ class _ListScanner:
         self.mem_start = 0
         self.events: list[tuple[str, str]] = []  # taken by the machine
 
-    def scan(self, text: str, i: int) -> int:
+    def scan(self, text: str, i: int) -> int:  # noqa: C901, PLR0912, PLR0915 -- per-character loop, inline for speed
         n = len(text)
         self.el_start = self.mem_start = i
         while i < n:
@@ -178,6 +178,10 @@ class _PythonicMachine(StreamMachine):
 
     def _step(self) -> bool:
         state = self._state
+        if state == "list":
+            return self._list_step()
+        if state == "text":
+            return self._text_step()
         if state == "start":
             verdict = self._list_ahead() if self.bare_list else False
             if verdict is None:
@@ -187,55 +191,68 @@ class _PythonicMachine(StreamMachine):
             else:
                 self._state = "text"
             return True
-        if state == "text":
-            marker = self._text_until(self._text_markers)
-            if marker is None:
-                return False
-            if marker == self.block_open:
-                self._state = "block"
-            elif marker == "[":
-                self._pos -= 1
-                self._state = "maybe_list"
-            else:
-                self._enter_reasoning()
-            return True
         if state == "maybe_list":
-            verdict = self._list_ahead()
-            if verdict is None:
-                return False
-            if verdict:
-                self._open_list("", prose=True)
-            else:
-                self._emit_text("[")
-                self._pos += 1
-                self._state = "text"
-            return True
+            return self._maybe_list_step()
         if state == "echo":
             return self._echo_step()
-        if state == "block":  # after <|python_start|>: a list, or bare calls up to <|python_end|>
-            match = _WS.match(self._buf, self._pos)
-            end = match.end() if match else self._pos
-            if end == len(self._buf) and not self._final:
-                self._pos = end
-                return False
-            self._pos = end
-            if self._buf.startswith("[", end):
-                self._open_list(self.block_open)
-            else:
-                self._state = "bare"
-            return True
+        if state == "block":
+            return self._block_step()
         if state == "bare":
-            got = self._collect_code(self._code_end)
-            if got is None:
-                return False
-            self._emit_calls(got[0], self.block_open + got[0] + (got[1] or ""))
+            return self._bare_step()
+        return self._after_step()
+
+    def _text_step(self) -> bool:
+        marker = self._text_until(self._text_markers)
+        if marker is None:
+            return False
+        if marker == self.block_open:
+            self._state = "block"
+        elif marker == "[":
+            self._pos -= 1
+            self._state = "maybe_list"
+        else:
+            self._enter_reasoning()
+        return True
+
+    def _maybe_list_step(self) -> bool:
+        """A "[" in prose: a call list, or text."""
+        verdict = self._list_ahead()
+        if verdict is None:
+            return False
+        if verdict:
+            self._open_list("", prose=True)
+        else:
+            self._emit_text("[")
+            self._pos += 1
             self._state = "text"
-            if got[1] is not None and self.drop_echo:
-                self._echo, self._state = got[0].strip(), "echo"
-            return True
-        if state == "list":
-            return self._list_step()
-        # "after" a list: drop <|python_end|> when it follows
+        return True
+
+    def _block_step(self) -> bool:
+        """After <|python_start|>: a list, or bare calls up to <|python_end|>."""
+        match = _WS.match(self._buf, self._pos)
+        end = match.end() if match else self._pos
+        if end == len(self._buf) and not self._final:
+            self._pos = end
+            return False
+        self._pos = end
+        if self._buf.startswith("[", end):
+            self._open_list(self.block_open)
+        else:
+            self._state = "bare"
+        return True
+
+    def _bare_step(self) -> bool:
+        got = self._collect_code(self._code_end)
+        if got is None:
+            return False
+        self._emit_calls(got[0], self.block_open + got[0] + (got[1] or ""))
+        self._state = "text"
+        if got[1] is not None and self.drop_echo:
+            self._echo, self._state = got[0].strip(), "echo"
+        return True
+
+    def _after_step(self) -> bool:
+        """After a list: drop <|python_end|> when it follows."""
         match = _WS.match(self._buf, self._pos)
         end = match.end() if match else self._pos
         rest = self._buf[end : end + len(self.block_close)]

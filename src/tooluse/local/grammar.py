@@ -266,6 +266,23 @@ class GrammarBuilder:
             if not isinstance(values, list) or not values:
                 raise GrammarError(f"'enum' at {path} must be a non-empty list")
             return "( " + " | ".join(json_literal(v) for v in values) + " )"
+        combined = self._combination(schema, root, hint, path)
+        if combined is not None:
+            return combined
+        kind = schema.get("type")
+        if kind is None:
+            kind = _infer_type(schema)
+        if isinstance(kind, list):
+            if not kind:
+                raise GrammarError(f"'type' at {path} is an empty list")
+            alts = [self._typed(schema, t, root, hint, path) for t in kind]
+            return "( " + " | ".join(alts) + " )"
+        return self._typed(schema, kind, root, hint, path)
+
+    def _combination(
+        self, schema: Mapping[str, Any], root: Mapping[str, Any], hint: str, path: str
+    ) -> str | None:
+        """The rule of an ``anyOf``/``oneOf``/single ``allOf`` schema; ``None`` for other schemas."""
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 options = schema[key]
@@ -283,15 +300,7 @@ class GrammarBuilder:
                 raise self._fail("allOf", path)  # only the single-schema wrapper is supported
             base = {k: v for k, v in schema.items() if k != "allOf"}
             return self._compile(_merge(base, parts[0]), root, hint, f"{path}/allOf/0")
-        kind = schema.get("type")
-        if kind is None:
-            kind = _infer_type(schema)
-        if isinstance(kind, list):
-            if not kind:
-                raise GrammarError(f"'type' at {path} is an empty list")
-            alts = [self._typed(schema, t, root, hint, path) for t in kind]
-            return "( " + " | ".join(alts) + " )"
-        return self._typed(schema, kind, root, hint, path)
+        return None
 
     def _typed(
         self, schema: Mapping[str, Any], kind: Any, root: Mapping[str, Any], hint: str, path: str
@@ -507,6 +516,11 @@ def minimal_instance(schema: Any, root: Any = None, depth: int = 0) -> Any:
     if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
         base = {k: v for k, v in schema.items() if k != "allOf"}
         return minimal_instance(_merge(base, schema["allOf"][0]), root, depth + 1)
+    return _minimal_typed(schema, root, depth)
+
+
+def _minimal_typed(schema: Mapping[str, Any], root: Any, depth: int) -> Any:
+    """:func:`minimal_instance` of a schema known by its type (no $ref, enum or combination)."""
     kind = schema.get("type", _infer_type(schema))
     if isinstance(kind, list):
         kind = "null" if "null" in kind else (kind[0] if kind else "any")

@@ -181,38 +181,47 @@ def coerce_to_schema(
     schema = deref_schema(schema, root)
     branches = schema_branches(schema, root)
     if len(branches) > 1:
-        # pick the branch whose type already matches; else the first one a coercion fits
-        for b in branches:
-            if json_type_name(value) in schema_types(b) or (
-                isinstance(value, int)
-                and not isinstance(value, bool)
-                and "number" in schema_types(b)
-            ):
-                return coerce_to_schema(value, b, root, coercions, path)
-        for b in branches:
-            trial: list[Coercion] = []
-            out = coerce_to_schema(value, b, root, trial, path)
-            if trial:
-                coercions.extend(trial)
-                return out
-        return value
+        return _coerce_to_branch(value, branches, root, coercions, path)
     types = schema_types(schema)
     original = value
+    value, kind = _coerce_node(value, schema, types)
+    if kind:
+        coercions.append(Coercion(path=path, kind=kind, original=original, value=value))
+    if isinstance(value, dict) and (types & {"object"} or "properties" in schema):
+        return _coerce_members(value, schema, root, coercions, path)
+    if isinstance(value, list):
+        return _coerce_items(value, schema, root, coercions, path)
+    return value
+
+
+def _coerce_to_branch(
+    value: Any,
+    branches: list[dict[str, Any]],
+    root: dict[str, Any],
+    coercions: list[Coercion],
+    path: str,
+) -> Any:
+    """Pick the branch whose type already matches; else the first one a coercion fits."""
+    for b in branches:
+        if json_type_name(value) in schema_types(b) or (
+            isinstance(value, int) and not isinstance(value, bool) and "number" in schema_types(b)
+        ):
+            return coerce_to_schema(value, b, root, coercions, path)
+    for b in branches:
+        trial: list[Coercion] = []
+        out = coerce_to_schema(value, b, root, trial, path)
+        if trial:
+            coercions.extend(trial)
+            return out
+    return value
+
+
+def _coerce_node(value: Any, schema: dict[str, Any], types: set[str]) -> tuple[Any, str]:
+    """The coercion of ``value`` itself (not its members): the new value and what was done
+    (``""`` when nothing was)."""
     kind = ""
     if isinstance(value, str) and types and "string" not in types:
-        text = value.strip()
-        if text[:1] in "[{" and types & {"array", "object"}:
-            try:
-                decoded = json.loads(text)
-                screen_arguments(decoded)
-            except (ValueError, RecursionError, ArgumentRefused):
-                decoded = None
-            if json_type_name(decoded) in types:
-                value, kind = decoded, "decoded JSON text"
-        if not kind:
-            scalar = _scalar_coercion(value, types)
-            if scalar is not None:
-                value, kind = scalar
+        value, kind = _coerce_text(value, types)
     elif (
         isinstance(value, float)
         and "integer" in types
@@ -234,49 +243,81 @@ def coerce_to_schema(
         folded = [e for e in enum if isinstance(e, str) and e.casefold() == wanted]
         if len(folded) == 1:
             value, kind = folded[0], "matched enum value ignoring case"
-    if kind:
-        coercions.append(Coercion(path=path, kind=kind, original=original, value=value))
-    if isinstance(value, dict) and (types & {"object"} or "properties" in schema):
-        props = schema.get("properties") or {}
-        required = set(schema.get("required") or ())
-        extra = schema.get("additionalProperties")
-        result: dict[str, Any] = {}
-        for key, item in value.items():
-            sub = props.get(key)
-            if sub is not None:
-                sub = deref_schema(sub, root)
-                if item is None and key not in required and not _allows_null(sub, root):
-                    # strict exports make optional arguments nullable: null means "use default"
-                    coercions.append(
-                        Coercion(
-                            path=join_path(path, key),
-                            kind="null means default",
-                            original=None,
-                            value="(default)",
-                        )
+    return value, kind
+
+
+def _coerce_text(value: str, types: set[str]) -> tuple[Any, str]:
+    """A string where the schema wants no string: JSON text of an array/object, or a scalar."""
+    text = value.strip()
+    if text[:1] in "[{" and types & {"array", "object"}:
+        try:
+            decoded = json.loads(text)
+            screen_arguments(decoded)
+        except (ValueError, RecursionError, ArgumentRefused):
+            decoded = None
+        if json_type_name(decoded) in types:
+            return decoded, "decoded JSON text"
+    scalar = _scalar_coercion(value, types)
+    if scalar is not None:
+        return scalar
+    return value, ""
+
+
+def _coerce_members(
+    value: dict[str, Any],
+    schema: dict[str, Any],
+    root: dict[str, Any],
+    coercions: list[Coercion],
+    path: str,
+) -> dict[str, Any]:
+    props = schema.get("properties") or {}
+    required = set(schema.get("required") or ())
+    extra = schema.get("additionalProperties")
+    result: dict[str, Any] = {}
+    for key, item in value.items():
+        sub = props.get(key)
+        if sub is not None:
+            sub = deref_schema(sub, root)
+            if item is None and key not in required and not _allows_null(sub, root):
+                # strict exports make optional arguments nullable: null means "use default"
+                coercions.append(
+                    Coercion(
+                        path=join_path(path, key),
+                        kind="null means default",
+                        original=None,
+                        value="(default)",
                     )
-                    continue
-                result[key] = coerce_to_schema(item, sub, root, coercions, join_path(path, key))
-            elif isinstance(extra, dict):
-                result[key] = coerce_to_schema(item, extra, root, coercions, join_path(path, key))
-            else:
-                result[key] = item
-        return result
-    if isinstance(value, list):
-        items = schema.get("items")
-        if isinstance(items, dict):
-            return [
-                coerce_to_schema(v, items, root, coercions, join_path(path, i))
-                for i, v in enumerate(value)
-            ]
-        prefix = schema.get("prefixItems")
-        if isinstance(prefix, list):
-            return [
-                coerce_to_schema(v, prefix[i], root, coercions, join_path(path, i))
-                if i < len(prefix) and isinstance(prefix[i], dict)
-                else v
-                for i, v in enumerate(value)
-            ]
+                )
+                continue
+            result[key] = coerce_to_schema(item, sub, root, coercions, join_path(path, key))
+        elif isinstance(extra, dict):
+            result[key] = coerce_to_schema(item, extra, root, coercions, join_path(path, key))
+        else:
+            result[key] = item
+    return result
+
+
+def _coerce_items(
+    value: list[Any],
+    schema: dict[str, Any],
+    root: dict[str, Any],
+    coercions: list[Coercion],
+    path: str,
+) -> list[Any]:
+    items = schema.get("items")
+    if isinstance(items, dict):
+        return [
+            coerce_to_schema(v, items, root, coercions, join_path(path, i))
+            for i, v in enumerate(value)
+        ]
+    prefix = schema.get("prefixItems")
+    if isinstance(prefix, list):
+        return [
+            coerce_to_schema(v, prefix[i], root, coercions, join_path(path, i))
+            if i < len(prefix) and isinstance(prefix[i], dict)
+            else v
+            for i, v in enumerate(value)
+        ]
     return value
 
 

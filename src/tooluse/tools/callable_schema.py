@@ -100,7 +100,7 @@ def _split_description(annotation: Any) -> tuple[Any, str | None]:
     if not texts:
         return annotation, None
     parts = (base, *rest)
-    rebuilt = Annotated[parts] if rest else base  # type: ignore[valid-type]
+    rebuilt = Annotated[parts] if rest else base
     return rebuilt, " ".join(t.strip() for t in texts)
 
 
@@ -153,7 +153,7 @@ def _signature_target(fn: Callable[..., Any]) -> Callable[..., Any]:
     if inspect.isclass(fn):
         return fn
     if not (inspect.isfunction(fn) or inspect.ismethod(fn)) and callable(fn):
-        call = type(fn).__call__  # type: ignore[operator]
+        call = type(fn).__call__
         if not inspect.isbuiltin(call):
             return fn.__call__  # type: ignore[operator,no-any-return]
     return fn
@@ -180,12 +180,7 @@ def callable_schema(
     descriptions: dict[str, str] = {}
     positional: dict[str, Any] = {}  # positional-only parameters, in order, with defaults
     for index, param in enumerate(sig.parameters.values()):
-        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-            star = "*" if param.kind is inspect.Parameter.VAR_POSITIONAL else "**"
-            raise ToolDefinitionError(
-                f"tool {tool_name!r}: parameter {star}{param.name} cannot be described to a "
-                "model; use a named list or dict parameter instead"
-            )
+        _reject_variadic(tool_name, param)
         if param.kind is inspect.Parameter.POSITIONAL_ONLY:
             # the model names it like any other; invoke() passes it by position
             positional[param.name] = param.default
@@ -194,37 +189,9 @@ def callable_schema(
         if kind is not None:
             injected[param.name] = kind
             continue
-        default = param.default
-        if annotation is inspect.Parameter.empty:
-            if (
-                default is not inspect.Parameter.empty
-                and type(default) in _UNANNOTATED_DEFAULT_TYPES
-            ):
-                annotation = type(default)
-            else:
-                # Documented fallback: an unannotated parameter is described as a string and
-                # accepts any JSON value.
-                annotation = Annotated[Any, WithJsonSchema({"type": "string"})]
-        annotation, annotated_text = _split_description(annotation)
+        annotation, annotated_text = _split_description(_described_annotation(param, annotation))
         annotation = _portable_typeddict(annotation)
-        text = annotated_text or doc_params.get(param.name) or ""
-        field_info: FieldInfo
-        if isinstance(default, FieldInfo):
-            overrides: dict[str, Any] = {
-                "alias": param.name,
-                "validation_alias": param.name,
-                "serialization_alias": param.name,
-            }
-            if text and not default.description:
-                overrides["description"] = text
-            field_info = FieldInfo.merge_field_infos(default, **overrides)
-        else:
-            kwargs: dict[str, Any] = {"alias": param.name}
-            if default is not inspect.Parameter.empty:
-                kwargs["default"] = default
-            if text:
-                kwargs["description"] = text
-            field_info = Field(**kwargs)
+        field_info = _parameter_field(param, annotated_text or doc_params.get(param.name) or "")
         if field_info.description:
             descriptions[param.name] = field_info.description
         internal = f"p{index}"
@@ -232,8 +199,69 @@ def callable_schema(
         field_names.append((internal, param.name))
 
     _warn_docstring_mismatch(tool_name, doc_params, [n for _, n in field_names], injected)
+    model, schema = _arguments_model(tool_name, fields)
+    return CallableSchema(
+        name=tool_name,
+        description=description if description is not None else docstring_text(doc),
+        input_schema=schema,
+        arguments_model=model,
+        field_names=tuple(field_names),
+        injected=injected,
+        parameter_descriptions=descriptions,
+        output_schema=_output_schema(sig.return_annotation, hints.get("return")),
+        is_async=inspect.iscoroutinefunction(target),
+        positional_only=tuple(positional.items()),
+    )
+
+
+def _reject_variadic(tool_name: str, param: inspect.Parameter) -> None:
+    if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+        star = "*" if param.kind is inspect.Parameter.VAR_POSITIONAL else "**"
+        raise ToolDefinitionError(
+            f"tool {tool_name!r}: parameter {star}{param.name} cannot be described to a "
+            "model; use a named list or dict parameter instead"
+        )
+
+
+def _described_annotation(param: inspect.Parameter, annotation: Any) -> Any:
+    """The annotation to describe: an unannotated parameter takes its default's simple type."""
+    if annotation is not inspect.Parameter.empty:
+        return annotation
+    default = param.default
+    if default is not inspect.Parameter.empty and type(default) in _UNANNOTATED_DEFAULT_TYPES:
+        return type(default)
+    # Documented fallback: an unannotated parameter is described as a string and accepts any
+    # JSON value.
+    return Annotated[Any, WithJsonSchema({"type": "string"})]
+
+
+def _parameter_field(param: inspect.Parameter, text: str) -> FieldInfo:
+    """The model field of one parameter (its default may be a pydantic ``Field(...)``)."""
+    default = param.default
+    if isinstance(default, FieldInfo):
+        overrides: dict[str, Any] = {
+            "alias": param.name,
+            "validation_alias": param.name,
+            "serialization_alias": param.name,
+        }
+        if text and not default.description:
+            overrides["description"] = text
+        return FieldInfo.merge_field_infos(default, **overrides)
+    kwargs: dict[str, Any] = {"alias": param.name}
+    if default is not inspect.Parameter.empty:
+        kwargs["default"] = default
+    if text:
+        kwargs["description"] = text
+    field_info: FieldInfo = Field(**kwargs)
+    return field_info
+
+
+def _arguments_model(
+    tool_name: str, fields: dict[str, Any]
+) -> tuple[type[BaseModel], dict[str, Any]]:
+    """The arguments model built from ``fields`` and its cleaned JSON Schema."""
     try:
-        model = create_model(  # type: ignore[call-overload]
+        model = create_model(
             f"{tool_name}_arguments",
             __config__=ConfigDict(
                 extra="forbid",
@@ -251,19 +279,7 @@ def callable_schema(
     schema = clean_schema(schema)
     schema.setdefault("properties", {})
     order = ("type", "properties", "required", "additionalProperties")
-    schema = {**{k: schema[k] for k in order if k in schema}, **schema}
-    return CallableSchema(
-        name=tool_name,
-        description=description if description is not None else docstring_text(doc),
-        input_schema=schema,
-        arguments_model=model,
-        field_names=tuple(field_names),
-        injected=injected,
-        parameter_descriptions=descriptions,
-        output_schema=_output_schema(sig.return_annotation, hints.get("return")),
-        is_async=inspect.iscoroutinefunction(target),
-        positional_only=tuple(positional.items()),
-    )
+    return model, {**{k: schema[k] for k in order if k in schema}, **schema}
 
 
 def _warn_docstring_mismatch(

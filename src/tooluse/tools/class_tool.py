@@ -45,7 +45,7 @@ class Tool:
         if cached is None:
             cached = self._build_definition()
             self.__dict__["_tooluse_definition"] = cached
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     def _build_definition(self) -> ToolDefinition:
         from tooluse.tools.definition import ToolDefinition

@@ -366,7 +366,7 @@ class ToolDefinition:
                 forbid_extra=bool(self.metadata.get("forbid_extra")),
             )
             self._cache["validator"] = validator
-        return validator  # type: ignore[no-any-return]
+        return validator
 
     def validate_arguments_report(self, arguments: Any) -> ValidationReport:
         """Validated arguments plus the coercions applied; raises ``ToolArgumentError``."""
@@ -474,9 +474,7 @@ class ToolDefinition:
         fn = self.function
         if fn is None:
             return False
-        return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-            type(fn).__call__  # type: ignore[operator]
-        )
+        return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def _positional_arguments(

@@ -151,21 +151,7 @@ class _Compiler:
         keys.discard("$defs")
         keys.discard("definitions")
         if "enum" in keys or "const" in keys:
-            values = schema["enum"] if "enum" in schema else [schema["const"]]
-            if not isinstance(values, list) or not values or keys - {"enum", "const", "type"}:
-                raise _Unsupported("enum")
-            allowed = _enum_values(values)
-            types = schema.get("type")
-            if types is not None:
-                types = [types] if isinstance(types, str) else types
-                allowed = [v for v in allowed if _json_type_matches(v, types)]
-                if not allowed:
-                    raise _Unsupported("empty enum")
-            literal = core_schema.literal_schema(allowed)
-            if any(isinstance(v, int) for v in allowed):
-                # a literal compares with ==: True and 2.0 would pass for 1 and 2
-                return core_schema.no_info_before_validator_function(_exact_number, literal)
-            return literal
+            return self._enum(schema, keys)
         if "anyOf" in keys:
             if keys != {"anyOf"}:
                 raise _Unsupported("anyOf with siblings")
@@ -178,9 +164,30 @@ class _Compiler:
         types = schema["type"]
         if isinstance(types, str):
             return self._typed(types, schema, keys - {"type"})
+        return self._type_union(types, schema, keys - {"type"})
+
+    def _enum(self, schema: dict[str, Any], keys: set[str]) -> Any:
+        """``enum``/``const`` (with an optional ``type`` that narrows the values)."""
+        values = schema["enum"] if "enum" in schema else [schema["const"]]
+        if not isinstance(values, list) or not values or keys - {"enum", "const", "type"}:
+            raise _Unsupported("enum")
+        allowed = _enum_values(values)
+        types = schema.get("type")
+        if types is not None:
+            types = [types] if isinstance(types, str) else types
+            allowed = [v for v in allowed if _json_type_matches(v, types)]
+            if not allowed:
+                raise _Unsupported("empty enum")
+        literal = core_schema.literal_schema(allowed)
+        if any(isinstance(v, int) for v in allowed):
+            # a literal compares with ==: True and 2.0 would pass for 1 and 2
+            return core_schema.no_info_before_validator_function(_exact_number, literal)
+        return literal
+
+    def _type_union(self, types: Any, schema: dict[str, Any], rest: set[str]) -> Any:
+        """A list ``type``: one branch per type, each with its own type's keywords."""
         if not isinstance(types, list) or not types:
             raise _Unsupported("type")
-        rest = keys - {"type"}
         branches = [self._typed(t, schema, rest & _TYPE_KEYWORDS.get(t, set())) for t in types]
         if rest - set().union(*(_TYPE_KEYWORDS.get(t, set()) for t in types)):
             raise _Unsupported("keywords of another type")

@@ -130,56 +130,87 @@ def _immediate_refs(node: Any, depth: int = 0) -> list[str]:
     return out
 
 
+class _Unsafe(Exception):
+    """A schema node that cannot be validated safely: where (``parts``) and why."""
+
+    def __init__(self, parts: tuple[str, ...], text: str) -> None:
+        super().__init__(text)
+        self.parts = parts
+        self.text = text
+
+
 def check_schema(schema: Mapping[str, Any], tool_name: str) -> None:
     """Raise :class:`ToolDefinitionError` if ``schema`` cannot be validated safely."""
+    try:
+        refs: list[tuple[str, tuple[str, ...]]] = []
+        stack: list[tuple[Any, tuple[str, ...]]] = [(schema, ())]
+        while stack:
+            node, parts = stack.pop()
+            if isinstance(node, Mapping):
+                _check_node(schema, node, parts, refs)
+                stack.extend(_subschemas(node, parts))
+        _check_ref_cycles(schema, refs)
+    except _Unsafe as exc:
+        raise ToolDefinitionError(
+            f"tool {tool_name!r}: invalid schema at {_pointer(exc.parts)}: {exc.text}"
+        ) from None
 
-    def fail(parts: tuple[str, ...], text: str) -> ToolDefinitionError:
-        return ToolDefinitionError(
-            f"tool {tool_name!r}: invalid schema at {_pointer(parts)}: {text}"
-        )
 
-    refs: list[tuple[str, tuple[str, ...]]] = []
-    stack: list[tuple[Any, tuple[str, ...]]] = [(schema, ())]
-    while stack:
-        node, parts = stack.pop()
-        if not isinstance(node, Mapping):
-            continue
-        if len(parts) > 2 * MAX_SCHEMA_DEPTH:
-            raise fail(parts[:8] + ("...",), f"nested deeper than {MAX_SCHEMA_DEPTH} levels")
-        ref = node.get("$ref")
-        if ref is not None:
-            if not isinstance(ref, str) or not ref.startswith("#"):
-                raise fail(parts, f"$ref {ref!r} does not point inside this schema")
-            if _resolve(schema, ref) is None:
-                raise fail(parts, f"$ref {ref!r} points nowhere (dangling reference)")
-            refs.append((ref, parts))
-        pattern = node.get("pattern")
-        if isinstance(pattern, str):
-            try:
-                compile_pattern(pattern)
-            except UnsafePatternError as exc:
-                raise fail(parts, str(exc)) from None
-        for key in SCHEMA_VALUE_KEYWORDS:
-            child = node.get(key)
-            if isinstance(child, Mapping):
-                stack.append((child, (*parts, key)))
-            elif key == "items" and isinstance(child, list):
-                stack.extend((c, (*parts, key, str(i))) for i, c in enumerate(child))
-        for key in SCHEMA_LIST_KEYWORDS:
-            children = node.get(key)
-            if isinstance(children, list):
-                stack.extend((c, (*parts, key, str(i))) for i, c in enumerate(children))
-        for key in SCHEMA_MAP_KEYWORDS:
-            children = node.get(key)
-            if isinstance(children, Mapping):
-                if key == "patternProperties":
-                    for name in children:
-                        try:
-                            compile_pattern(str(name))
-                        except UnsafePatternError as exc:
-                            raise fail((*parts, key), str(exc)) from None
-                stack.extend((c, (*parts, key, str(n))) for n, c in children.items())
-    # a $ref chain that comes back to itself before describing any value never terminates
+def _check_node(
+    schema: Mapping[str, Any],
+    node: Mapping[str, Any],
+    parts: tuple[str, ...],
+    refs: list[tuple[str, tuple[str, ...]]],
+) -> None:
+    """Check one node's depth, ``$ref`` (gathered into ``refs``) and ``pattern``."""
+    if len(parts) > 2 * MAX_SCHEMA_DEPTH:
+        raise _Unsafe(parts[:8] + ("...",), f"nested deeper than {MAX_SCHEMA_DEPTH} levels")
+    ref = node.get("$ref")
+    if ref is not None:
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            raise _Unsafe(parts, f"$ref {ref!r} does not point inside this schema")
+        if _resolve(schema, ref) is None:
+            raise _Unsafe(parts, f"$ref {ref!r} points nowhere (dangling reference)")
+        refs.append((ref, parts))
+    pattern = node.get("pattern")
+    if isinstance(pattern, str):
+        _check_pattern(pattern, parts)
+
+
+def _check_pattern(pattern: str, parts: tuple[str, ...]) -> None:
+    try:
+        compile_pattern(pattern)
+    except UnsafePatternError as exc:
+        raise _Unsafe(parts, str(exc)) from None
+
+
+def _subschemas(
+    node: Mapping[str, Any], parts: tuple[str, ...]
+) -> list[tuple[Any, tuple[str, ...]]]:
+    """The subschemas of one node, each with its path (patternProperties' patterns checked)."""
+    out: list[tuple[Any, tuple[str, ...]]] = []
+    for key in SCHEMA_VALUE_KEYWORDS:
+        child = node.get(key)
+        if isinstance(child, Mapping):
+            out.append((child, (*parts, key)))
+        elif key == "items" and isinstance(child, list):
+            out.extend((c, (*parts, key, str(i))) for i, c in enumerate(child))
+    for key in SCHEMA_LIST_KEYWORDS:
+        children = node.get(key)
+        if isinstance(children, list):
+            out.extend((c, (*parts, key, str(i))) for i, c in enumerate(children))
+    for key in SCHEMA_MAP_KEYWORDS:
+        children = node.get(key)
+        if isinstance(children, Mapping):
+            if key == "patternProperties":
+                for name in children:
+                    _check_pattern(str(name), (*parts, key))
+            out.extend((c, (*parts, key, str(n))) for n, c in children.items())
+    return out
+
+
+def _check_ref_cycles(schema: Mapping[str, Any], refs: list[tuple[str, tuple[str, ...]]]) -> None:
+    """A $ref chain that comes back to itself before describing any value never terminates."""
     for ref, parts in refs:
         seen: set[str] = set()
         todo = [ref]
@@ -190,7 +221,7 @@ def check_schema(schema: Mapping[str, Any], tool_name: str) -> None:
             seen.add(current)
             for nxt in _immediate_refs(_resolve(schema, current)):
                 if nxt == ref:
-                    raise fail(parts, f"$ref {ref!r} is a cycle that never describes a value")
+                    raise _Unsafe(parts, f"$ref {ref!r} is a cycle that never describes a value")
                 todo.append(nxt)
 
 

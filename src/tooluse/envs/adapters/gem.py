@@ -188,6 +188,39 @@ class _Live:
         self.actions = actions
 
 
+class _Play:
+    """One step's actions on a live GEM object: what was sent, GEM's rewards, and whether the
+    episode ended or the GEM object broke (then it is dropped and the next step replays)."""
+
+    def __init__(self, env: GemEnvironment, live: _Live, data: Mapping[str, Any]) -> None:
+        self._env = env
+        self.live = live
+        self._seed = data["seed"]
+        self.actions: list[str] = list(data["actions"])
+        self.rewards: list[float] = list(data["rewards"])
+        self.step_rewards: list[float] = []
+        self.ended: dict[str, Any] | None = None
+        self.broken = False
+
+    def send(self, text: str) -> str:
+        """Send one action; GEM's answer (raises :class:`_GemFailed` if GEM raised)."""
+        try:
+            observation, reward, terminated, truncated, info = self._env._send(
+                self.live, self._seed, text
+            )
+        except Exception as exc:
+            # The GEM object may be half-changed: drop it; the next step replays.
+            self.broken = True
+            raise _GemFailed(f"the environment failed on this action: {exc!r}") from exc
+        self.actions.append(text)
+        self.rewards.append(reward)
+        self.step_rewards.append(reward)
+        if terminated or truncated:
+            self.ended = {"terminated": bool(terminated), "truncated": bool(truncated)}
+            return observation
+        return _with_suffix(observation, info)
+
+
 @dataclass(frozen=True)
 class _Started:
     prompt: str
@@ -197,7 +230,7 @@ class _Started:
 class GemEnvironment(ToolEnvironment):
     """One GEM environment id as a tool environment (see the module for the mapping)."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 -- keyword-only options of the registry
         self,
         env_id: str,
         *,
@@ -325,77 +358,63 @@ class GemEnvironment(ToolEnvironment):
         if python_calls:
             ran, data = self._run_python(data, python_calls)
             python_results = {r.call_id: r for r in ran}
-        live = self._take(state.task_index, state.data)
-        actions, rewards = list(data["actions"]), list(data["rewards"])
-        step_rewards: list[float] = []
-        ended: dict[str, Any] | None = None
-        broken = False
-        results: list[ToolResult] = []
+        play = _Play(self, self._take(state.task_index, state.data), data)
+        results = tuple(
+            python_results[call.id] if call.id in python_results else self._act(play, call)
+            for call in action.tool_calls
+        )
         user_message = ""
-
-        def send(text: str) -> str:
-            nonlocal ended, broken
-            try:
-                observation, reward, terminated, truncated, info = self._send(
-                    live, data["seed"], text
-                )
-            except Exception as exc:
-                # The GEM object may be half-changed: drop it; the next step replays.
-                broken = True
-                raise _GemFailed(f"the environment failed on this action: {exc!r}") from exc
-            actions.append(text)
-            rewards.append(reward)
-            step_rewards.append(reward)
-            if terminated or truncated:
-                ended = {"terminated": bool(terminated), "truncated": bool(truncated)}
-                return observation
-            return _with_suffix(observation, info)
-
-        for call in action.tool_calls:
-            if call.id in python_results:
-                results.append(python_results[call.id])
-            elif call.name != ACT:
-                known = ", ".join(t.name for t in self._tools)
-                results.append(
-                    ToolResult.failure(
-                        call.id, call.name, f"unknown tool {call.name!r}; available: {known}"
-                    )
-                )
-            elif ended is not None or broken:
-                why = "the episode ended" if ended is not None else "the environment failed"
-                results.append(
-                    ToolResult.failure(call.id, ACT, f"ignored: {why} at an earlier act")
-                )
-            else:
-                try:
-                    text = self._tools[0].validate_arguments(_given(call))["action"]
-                except Exception as exc:  # the model gets the problem and may act again
-                    results.append(ToolResult.failure(call.id, ACT, exc))
-                    continue
-                try:
-                    output = send(str(text))
-                except _GemFailed as exc:
-                    results.append(ToolResult.failure(call.id, ACT, str(exc)))
-                    continue
-                results.append(
-                    ToolResult.success(call.id, ACT, output, gem_reward=step_rewards[-1])
-                )
         if not action.tool_calls:
             try:
-                user_message = send(action.text)
+                user_message = play.send(action.text)
             except _GemFailed as exc:
                 user_message = f"error: {exc}"
-        new_data = {**data, "actions": actions, "rewards": rewards}
-        if not broken:
-            self._keep(state.task_index, new_data, live)
+        new_data = {**data, "actions": play.actions, "rewards": play.rewards}
+        if not play.broken:
+            self._keep(state.task_index, new_data, play.live)
+        return self._step_result(state, action, play, results, user_message, new_data)
+
+    def _act(self, play: _Play, call: ToolCall) -> ToolResult:
+        """The result of one call that is not ``python``: sent to GEM when it is a valid act."""
+        if call.name != ACT:
+            known = ", ".join(t.name for t in self._tools)
+            return ToolResult.failure(
+                call.id, call.name, f"unknown tool {call.name!r}; available: {known}"
+            )
+        if play.ended is not None or play.broken:
+            why = "the episode ended" if play.ended is not None else "the environment failed"
+            return ToolResult.failure(call.id, ACT, f"ignored: {why} at an earlier act")
+        try:
+            text = self._tools[0].validate_arguments(_given(call))["action"]
+        except Exception as exc:  # the model gets the problem and may act again
+            return ToolResult.failure(call.id, ACT, exc)
+        try:
+            output = play.send(str(text))
+        except _GemFailed as exc:
+            return ToolResult.failure(call.id, ACT, str(exc))
+        return ToolResult.success(call.id, ACT, output, gem_reward=play.step_rewards[-1])
+
+    def _step_result(  # noqa: PLR0913 -- the pieces of one step, gathered by step()
+        self,
+        state: EnvState,
+        action: Action,
+        play: _Play,
+        results: tuple[ToolResult, ...],
+        user_message: str,
+        new_data: dict[str, Any],
+    ) -> StepResult:
+        """The step's outcome: whether the episode ended, its rewards and the next state."""
+        actions, rewards = play.actions, play.rewards
         step_count = state.step_count + 1
-        terminated = ended is not None
+        terminated = play.ended is not None
         truncated = not terminated and step_count >= self.max_steps
         correct: bool | None = None
-        info: dict[str, Any] = {"tool_results": tuple(results), "step": step_count}
+        info: dict[str, Any] = {"tool_results": results, "step": step_count}
         if terminated:
             correct = rewards[-1] >= self.success_reward
-            info.update(answer=actions[-1], correct=correct, gem=ended, gem_return=sum(rewards))
+            info.update(
+                answer=actions[-1], correct=correct, gem=play.ended, gem_return=sum(rewards)
+            )
             user_message = ""
         elif truncated:
             correct = False
@@ -405,23 +424,22 @@ class GemEnvironment(ToolEnvironment):
             info["user_message"] = user_message
         if terminated or truncated:
             self._end(state.task_index, new_data)
-        ordered = tuple(results)
         context = StepContext(
             calls=action.tool_calls,
-            results=ordered,
+            results=results,
             previous_calls=state.call_keys,
             text=action.text,
             answer=actions[-1] if terminated else None,
             correct=correct,
             done=terminated or truncated,
-            info={"gem_rewards": step_rewards},
+            info={"gem_rewards": play.step_rewards},
         )
         next_state = dataclasses.replace(
             state,
             observation=Observation(
                 prompt=state.observation.prompt,
                 available_tools=self._tools,
-                tool_results=ordered,
+                tool_results=results,
                 user_message=user_message,
             ),
             step_count=step_count,

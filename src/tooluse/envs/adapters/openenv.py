@@ -176,6 +176,21 @@ class _Live:
             pass
 
 
+class _Play:
+    """One step's actions: the session (opened on the first call), what was sent and rewarded,
+    whether the server ended the episode, and the failure that stopped the step (if any)."""
+
+    def __init__(self, index: int, data: Mapping[str, Any]) -> None:
+        self.index = index
+        self.data = data
+        self.live: _Live | None = None
+        self.actions: list[Any] = list(data["actions"])
+        self.rewards: list[float] = list(data["rewards"])
+        self.step_rewards: list[float] = []
+        self.server_done = False
+        self.failure = ""
+
+
 class _StepFailed(Exception):
     """The server rejected or failed on an action, or the connection was lost."""
 
@@ -183,7 +198,7 @@ class _StepFailed(Exception):
 class OpenEnvEnvironment(ToolEnvironment):
     """An OpenEnv server's environment as a tool environment (see the module for the mapping)."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 -- keyword-only options of the registry
         self,
         env_name: str,
         *,
@@ -311,85 +326,38 @@ class OpenEnvEnvironment(ToolEnvironment):
     def step(self, state: EnvState, action: Action) -> StepResult:
         """Send the action's calls to the server in order (no calls: the episode ends)."""
         check_action(state, action)
-        data = state.data
-        actions, rewards = list(data["actions"]), list(data["rewards"])
-        step_rewards: list[float] = []
-        results: list[ToolResult] = []
-        server_done = False
-        live: _Live | None = None
-        failure = ""
-        for call in action.tool_calls:
-            if call.name != self.action.name:
-                results.append(
-                    ToolResult.failure(
-                        call.id,
-                        call.name,
-                        f"unknown tool {call.name!r}; available: {self.action.name}",
-                    )
-                )
-                continue
-            if server_done or failure:
-                why = "the episode ended" if server_done else "the environment failed"
-                results.append(ToolResult.failure(call.id, call.name, f"ignored: {why} earlier"))
-                continue
-            try:
-                arguments = self.action.validate_arguments(_given(call))
-            except Exception as exc:  # the model gets the problem and may act again
-                results.append(ToolResult.failure(call.id, call.name, exc))
-                continue
-            try:
-                if live is None:
-                    live = self._take(state.task_index, data)
-                observation, reward, server_done = self._send(live, arguments)
-            except (_StepFailed, ConnectionError, RuntimeError) as exc:
-                failure = str(exc)
-                results.append(ToolResult.failure(call.id, call.name, failure))
-                continue
-            actions.append(arguments)
-            rewards.append(reward)
-            step_rewards.append(reward)
-            text = observation_text(observation, self.observation_field)
-            results.append(
-                ToolResult.success(
-                    call.id, call.name, text, openenv_reward=reward, openenv_done=server_done
-                )
-            )
-        new_data = {**data, "actions": actions, "rewards": rewards}
+        play = _Play(state.task_index, state.data)
+        results = tuple(self._act(play, call) for call in action.tool_calls)
+        new_data = {**state.data, "actions": play.actions, "rewards": play.rewards}
         step_count = state.step_count + 1
-        terminated = server_done or not action.tool_calls
+        terminated = play.server_done or not action.tool_calls
         truncated = not terminated and step_count >= self.max_steps
-        episode_return = float(sum(rewards))
+        episode_return = float(sum(play.rewards))
         correct: bool | None = None
-        ordered = tuple(results)
-        info: dict[str, Any] = {"tool_results": ordered, "step": step_count}
+        info: dict[str, Any] = {"tool_results": results, "step": step_count}
         if terminated:
             correct = episode_return >= self.success_reward
-            ended_by = "server" if server_done else "model"
+            ended_by = "server" if play.server_done else "model"
             info.update(correct=correct, ended_by=ended_by, openenv_return=episode_return)
         elif truncated:
             correct = False
             info["truncated_reason"] = f"the episode did not end within {self.max_steps} steps"
-        if failure:
-            info["openenv_error"] = failure
-        if live is not None and not failure and not (terminated or truncated):
-            self._keep(state.task_index, new_data, live)
-        elif live is not None:
-            live.close()
-        if terminated or truncated:
-            self._drop(state.task_index, data)  # a fresh session of this state is not needed now
+        if play.failure:
+            info["openenv_error"] = play.failure
+        self._settle(state, play, new_data, over=terminated or truncated)
         context = StepContext(
             calls=action.tool_calls,
-            results=ordered,
+            results=results,
             previous_calls=state.call_keys,
             text=action.text,
             correct=correct,
             done=terminated or truncated,
-            info={"openenv_rewards": step_rewards},
+            info={"openenv_rewards": play.step_rewards},
         )
         next_state = dataclasses.replace(
             state,
             observation=Observation(
-                prompt=state.observation.prompt, available_tools=self._tools, tool_results=ordered
+                prompt=state.observation.prompt, available_tools=self._tools, tool_results=results
             ),
             step_count=step_count,
             done=terminated or truncated,
@@ -403,6 +371,45 @@ class OpenEnvEnvironment(ToolEnvironment):
             truncated=truncated,
             info=info,
         )
+
+    def _act(self, play: _Play, call: ToolCall) -> ToolResult:
+        """Send one call to the server (opening the state's session on the first one)."""
+        if call.name != self.action.name:
+            return ToolResult.failure(
+                call.id, call.name, f"unknown tool {call.name!r}; available: {self.action.name}"
+            )
+        if play.server_done or play.failure:
+            why = "the episode ended" if play.server_done else "the environment failed"
+            return ToolResult.failure(call.id, call.name, f"ignored: {why} earlier")
+        try:
+            arguments = self.action.validate_arguments(_given(call))
+        except Exception as exc:  # the model gets the problem and may act again
+            return ToolResult.failure(call.id, call.name, exc)
+        try:
+            if play.live is None:
+                play.live = self._take(play.index, play.data)
+            observation, reward, play.server_done = self._send(play.live, arguments)
+        except (_StepFailed, ConnectionError, RuntimeError) as exc:
+            play.failure = str(exc)
+            return ToolResult.failure(call.id, call.name, play.failure)
+        play.actions.append(arguments)
+        play.rewards.append(reward)
+        play.step_rewards.append(reward)
+        text = observation_text(observation, self.observation_field)
+        return ToolResult.success(
+            call.id, call.name, text, openenv_reward=reward, openenv_done=play.server_done
+        )
+
+    def _settle(
+        self, state: EnvState, play: _Play, new_data: dict[str, Any], *, over: bool
+    ) -> None:
+        """Keep the step's session for the next state, or close it (failed or episode over)."""
+        if play.live is not None and not play.failure and not over:
+            self._keep(state.task_index, new_data, play.live)
+        elif play.live is not None:
+            play.live.close()
+        if over:  # a fresh session of this state is not needed now
+            self._drop(state.task_index, state.data)
 
     async def astep(self, state: EnvState, action: Action) -> StepResult:
         """Async :meth:`step` (in a worker thread: the session client is blocking)."""

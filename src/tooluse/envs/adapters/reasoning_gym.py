@@ -79,7 +79,7 @@ class ReasoningGymScoreReward(WeightedReward):
 class ReasoningGymEnvironment(ArithmeticEnvironment):
     """One reasoning-gym dataset (``size`` entries from ``seed``) as a tool environment."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 -- keyword-only options of the registry
         self,
         dataset_name: str,
         *,

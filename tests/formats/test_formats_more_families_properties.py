@@ -1,5 +1,6 @@
-"""Property tests of the formats in test_new_formats: calls written in each format's syntax are
-read back exactly under random splits, and garbage made of their markers streams like it parses."""
+"""Property tests of the formats in test_formats_more_families: calls written in each format's
+syntax are read back exactly under random splits, and garbage made of their markers streams like
+it parses."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from tooluse.formats import collect_events, get_parser
 
 from .helpers import check_events, run_split, summary
-from .test_new_formats import NEW_FORMATS, PEER_TOOLS
+from .test_formats_more_families import NEW_FORMATS, PEER_TOOLS
 
 # -- round trips: calls written in each syntax come back exactly, under random splits ----------
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
