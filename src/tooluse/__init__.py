@@ -26,6 +26,7 @@ from tooluse.errors import (
     MCPError,
     MissingDependencyError,
     SchemaExportError,
+    StreamTimeoutError,
     ToolArgumentError,
     ToolDefinitionError,
     ToolExecutionError,
@@ -41,7 +42,14 @@ from tooluse.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from tooluse.execution import AsyncToolExecutor, CancellationToken, SimpleToolExecutor, Veto
+from tooluse.execution import (
+    AbstractToolExecutor,
+    AsyncToolExecutor,
+    CancellationToken,
+    SimpleToolExecutor,
+    ToolExecutor,
+    Veto,
+)
 from tooluse.loop import RunOptions, RunResult, StopReason, arun, iter_run, run
 from tooluse.messages import (
     ChatMessage,
@@ -53,6 +61,8 @@ from tooluse.messages import (
     Usage,
 )
 from tooluse.providers import (
+    Backend,
+    BaseBackend,
     GenerationDone,
     GenerationResult,
     ModelCapabilities,
@@ -101,11 +111,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_REGISTRY",
+    "AbstractToolExecutor",
     "ArgumentsDelta",
     "AsyncToolExecutor",
+    "Backend",
     "BackendError",
     "BackendHTTPError",
     "BackendTimeoutError",
+    "BaseBackend",
     "CancellationToken",
     "ChatMessage",
     "ChatTemplateError",
@@ -131,6 +144,7 @@ __all__ = [
     "ScriptedBackend",
     "SimpleToolExecutor",
     "StopReason",
+    "StreamTimeoutError",
     "TextDelta",
     "TextPart",
     "Tool",
@@ -142,6 +156,7 @@ __all__ = [
     "ToolDefinition",
     "ToolDefinitionError",
     "ToolExecutionError",
+    "ToolExecutor",
     "ToolManager",
     "ToolNotFoundError",
     "ToolParameter",

@@ -1,14 +1,17 @@
-"""Model backends: the backend interface, wire adapters per API, HTTP backends, scripted model."""
+"""Model backends: the Backend contract and BaseBackend, wire adapters per API, HTTP backends,
+TextToolsBackend for text-format models, and the scripted test model."""
 
 from tooluse.providers.anthropic_backend import AnthropicBackend
 from tooluse.providers.base import (
     Backend,
+    BaseBackend,
     GenerationDone,
     GenerationResult,
     ModelCapabilities,
     SamplingParams,
     StreamingBackend,
     ToolChoice,
+    as_backend,
 )
 from tooluse.providers.bedrock_backend import BedrockBackend
 from tooluse.providers.gemini_backend import GeminiBackend
@@ -21,10 +24,12 @@ from tooluse.providers.model_registry import (
 )
 from tooluse.providers.openai_backend import OpenAIBackend
 from tooluse.providers.scripted import ScriptedBackend
+from tooluse.providers.text_tools import TextToolsBackend
 
 __all__ = [
     "AnthropicBackend",
     "Backend",
+    "BaseBackend",
     "BedrockBackend",
     "GeminiBackend",
     "GenerationDone",
@@ -35,7 +40,9 @@ __all__ = [
     "SamplingParams",
     "ScriptedBackend",
     "StreamingBackend",
+    "TextToolsBackend",
     "ToolChoice",
+    "as_backend",
     "load_model",
     "register_model_prefix",
     "registered_model_prefixes",
