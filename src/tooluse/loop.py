@@ -184,7 +184,7 @@ class RunOptions(TypedDict, total=False):
     tool_scorer: Any
 
 
-def build_setup(
+def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-only
     backend: Backend,
     *,
     tools: ToolsArg | None = None,
@@ -376,7 +376,9 @@ def _in_order(step: Execute, results: Mapping[int, ToolResult]) -> list[ToolResu
     return [results[i] for i in range(len(step.calls))]
 
 
-def drive_sync(backend: Backend, setup: LoopSetup, history: list[ChatMessage]) -> Iterator[LoopEvent]:
+def drive_sync(
+    backend: Backend, setup: LoopSetup, history: list[ChatMessage]
+) -> Iterator[LoopEvent]:
     """Run the loop with blocking calls, yielding its events; the last is ``RunFinished``.
 
     The calls of a round run in parallel worker threads and each one's
@@ -463,7 +465,11 @@ class ResultCollector:
 
 
 def iter_run(
-    backend: Backend, prompt: Prompt, *, system_prompt: str | None = None, **options: Unpack[RunOptions]
+    backend: Backend,
+    prompt: Prompt,
+    *,
+    system_prompt: str | None = None,
+    **options: Unpack[RunOptions],
 ) -> Iterator[LoopEvent]:
     """Like :func:`run`, but yields the loop's events; the last one is :class:`RunFinished`."""
     setup = build_setup(backend, **options)
@@ -471,7 +477,11 @@ def iter_run(
 
 
 def aiter_run(
-    backend: Backend, prompt: Prompt, *, system_prompt: str | None = None, **options: Unpack[RunOptions]
+    backend: Backend,
+    prompt: Prompt,
+    *,
+    system_prompt: str | None = None,
+    **options: Unpack[RunOptions],
 ) -> AsyncIterator[LoopEvent]:
     """Like :func:`arun`, but an async iterator of the loop's events (last: ``RunFinished``)."""
     setup = build_setup(backend, **options)

@@ -176,7 +176,9 @@ def test_prompt_longer_than_the_context_is_a_clear_error(backend):
         with pytest.raises(ContextLengthError, match="context holds 256"):
             small.generate(user("word " * 400), params=SHORT)
         # the backend still works after the error
-        assert small.generate(user("Say hi."), params=SamplingParams(max_tokens=8)).usage.output_tokens
+        assert small.generate(
+            user("Say hi."), params=SamplingParams(max_tokens=8)
+        ).usage.output_tokens
     finally:
         small.close()
 

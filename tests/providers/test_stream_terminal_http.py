@@ -275,7 +275,10 @@ def test_chat_stream_that_finished_every_choice_without_done_is_complete(server)
     usage = {"id": "c1", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
     finished = chat_chunk({}, finish="tool_calls")
     server.replies.append(
-        Reply(sse=[CHAT_CALL_START, CHAT_HALF_ARGS, CHAT_REST_ARGS, finished, usage], done_marker=False)
+        Reply(
+            sse=[CHAT_CALL_START, CHAT_HALF_ARGS, CHAT_REST_ARGS, finished, usage],
+            done_marker=False,
+        )
     )
     events = list(openai(server).stream(USER, [WEATHER]))
     result = events[-1].result

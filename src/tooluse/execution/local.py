@@ -171,7 +171,7 @@ class ToolExecutor(AbstractToolExecutor):
         timeout counts from the batch start."""
         if len(calls) == 1 and cancel is None:
             # one call runs as a single call does (in this thread when it has no timeout)
-            return iter((( 0, self.execute(calls[0])),))
+            return iter(((0, self.execute(calls[0])),))
         return iter_parallel(self, calls, cancel)
 
     # -- the names of earlier releases -----------------------------------------------------------
@@ -461,4 +461,3 @@ class SimpleToolExecutor(ToolExecutor):
         self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
     ) -> tuple[ToolResult, ...]:
         return tuple(result for _, result in self.iter_batch(calls, cancel=cancel))
-

@@ -37,6 +37,13 @@ class CallRunner(Protocol):
     def _cancelled(self, call: ToolCall, started: float) -> ToolResult: ...
 
 
+def _all_cancelled(
+    runner: CallRunner, calls: Sequence[ToolCall], started: float
+) -> Iterator[tuple[int, ToolResult]]:
+    for index, call in enumerate(calls):
+        yield index, runner._cancelled(call, started)
+
+
 async def aiter_parallel(
     runner: CallRunner, calls: Sequence[ToolCall], cancel: CancellationToken | None
 ) -> AsyncGenerator[tuple[int, ToolResult], None]:
@@ -46,57 +53,77 @@ async def aiter_parallel(
         return
     started = time.perf_counter()
     if cancel is not None and cancel.cancelled:
-        for index, call in enumerate(calls):
-            yield index, runner._cancelled(call, started)
+        for item in _all_cancelled(runner, calls, started):
+            yield item
         return
-    semaphore = asyncio.Semaphore(runner.max_concurrency) if runner.max_concurrency else None
-
-    async def bounded(call: ToolCall) -> ToolResult:
-        if semaphore is None:
-            return await runner.aexecute(call)
-        async with semaphore:
-            return await runner.aexecute(call)
-
-    running = {asyncio.ensure_future(bounded(call)): i for i, call in enumerate(calls)}
-    loop = asyncio.get_running_loop()
-    fired: asyncio.Future[None] = loop.create_future()
-
-    def set_fired() -> None:
-        if not fired.done():
-            fired.set_result(None)
-
-    def on_cancel() -> None:  # the token may fire in any thread
-        loop.call_soon_threadsafe(set_fired)
-
+    batch = _AsyncBatch(runner, calls, started)
     if cancel is not None:
-        cancel.add_callback(on_cancel)
+        cancel.add_callback(batch.on_cancel)
     try:
-        while running:
-            waiting: set[asyncio.Future[Any]] = {*running, fired}
-            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            if fired in done:
-                for task in running:
-                    task.cancel()
-                await asyncio.wait(running)
-            for task in [t for t in running if t.done()]:
-                index = running.pop(task)
-                call = calls[index]
-                if task.cancelled():
-                    yield index, runner._cancelled(call, started)
-                elif task.exception() is not None:
-                    # Only a hook can raise here; the call still gets its answer.
-                    yield index, runner._failure(call, task.exception())
-                else:
-                    yield index, task.result()
+        while batch.running:
+            for item in await batch.next_ended():
+                yield item
     finally:
         if cancel is not None:
-            cancel.remove_callback(on_cancel)
-        if not fired.done():
-            fired.cancel()
-        if running:  # the consumer stopped early or was cancelled
-            for task in running:
+            cancel.remove_callback(batch.on_cancel)
+        await batch.close()
+
+
+class _AsyncBatch:
+    """The tasks of one async batch and the future that the cancellation token fires."""
+
+    def __init__(self, runner: CallRunner, calls: Sequence[ToolCall], started: float) -> None:
+        self.runner = runner
+        self.calls = calls
+        self.started = started
+        limit = runner.max_concurrency
+        self.semaphore = asyncio.Semaphore(limit) if limit else None
+        self.running = {asyncio.ensure_future(self._bounded(c)): i for i, c in enumerate(calls)}
+        self.loop = asyncio.get_running_loop()
+        self.fired: asyncio.Future[None] = self.loop.create_future()
+
+    async def _bounded(self, call: ToolCall) -> ToolResult:
+        if self.semaphore is None:
+            return await self.runner.aexecute(call)
+        async with self.semaphore:
+            return await self.runner.aexecute(call)
+
+    def _set_fired(self) -> None:
+        if not self.fired.done():
+            self.fired.set_result(None)
+
+    def on_cancel(self) -> None:  # the token may fire in any thread
+        self.loop.call_soon_threadsafe(self._set_fired)
+
+    async def next_ended(self) -> list[tuple[int, ToolResult]]:
+        """Wait until calls end (or the token fires, which cancels the rest); their results."""
+        waiting: set[asyncio.Future[Any]] = {*self.running, self.fired}
+        done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        if self.fired in done:
+            for task in self.running:
                 task.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
+            await asyncio.wait(self.running)
+        ended = []
+        for task in [t for t in self.running if t.done()]:
+            index = self.running.pop(task)
+            ended.append((index, self._outcome(task, self.calls[index])))
+        return ended
+
+    def _outcome(self, task: asyncio.Future[ToolResult], call: ToolCall) -> ToolResult:
+        if task.cancelled():
+            return self.runner._cancelled(call, self.started)
+        error = task.exception()
+        if error is not None:  # only a hook can raise here; the call still gets its answer
+            return self.runner._failure(call, error)
+        return task.result()
+
+    async def close(self) -> None:
+        if not self.fired.done():
+            self.fired.cancel()
+        if self.running:  # the consumer stopped early or was cancelled
+            for task in self.running:
+                task.cancel()
+            await asyncio.gather(*self.running, return_exceptions=True)
 
 
 def iter_parallel(
@@ -108,60 +135,82 @@ def iter_parallel(
         return
     started = time.perf_counter()
     if cancel is not None and cancel.cancelled:
-        for index, call in enumerate(calls):
-            yield index, runner._cancelled(call, started)
+        yield from _all_cancelled(runner, calls, started)
         return
-    pool = runner._thread_pool()
-    running: dict[concurrent.futures.Future[Any], int] = {}
-    deadlines: dict[int, float] = {}
-    ran: dict[int, ToolCall] = {}  # the call as it ran (a before-hook may rewrite it)
-    for index, original in enumerate(calls):
-        call, state = runner._start_sync(original)
-        if isinstance(state, ToolResult):
-            state = dataclasses.replace(state, call_id=call.id)
-            yield index, runner._run_hooks_after(original, state)
-            continue
-        ran[index] = call
-        running[pool.submit(runner._body_sync, state)] = index
-        timeout = runner.timeout_for(call.name)
-        if timeout is not None:
-            deadlines[index] = started + timeout
-    fired: concurrent.futures.Future[None] = concurrent.futures.Future()
-
-    def set_fired() -> None:
-        if not fired.done():
-            fired.set_result(None)
-
+    batch = _ThreadBatch(runner, started)
+    yield from batch.start(calls)
     if cancel is not None:
-        cancel.add_callback(set_fired)
+        cancel.add_callback(batch.set_fired)
     try:
-        while running:
-            waiting = [deadlines[i] for i in running.values() if i in deadlines]
-            wait_for = max(0.0, min(waiting) - time.perf_counter()) if waiting else None
-            done, _ = concurrent.futures.wait(
-                {*running, fired}, timeout=wait_for, return_when=FIRST_COMPLETED
-            )
-            now = time.perf_counter()
-            for future in list(running):
-                index = running[future]
-                call = ran[index]
-                if future in done:
-                    try:
-                        result = runner._finish(call, future.result(), started)
-                    except Exception as exc:
-                        result = runner._failure(call, exc, now - started)
-                elif fired in done:
-                    future.cancel()
-                    result = runner._cancelled(call, started)
-                elif index in deadlines and deadlines[index] <= now:
-                    future.cancel()
-                    result = runner._timed_out(call, runner.timeout_for(call.name) or 0.0, started)
-                else:
-                    continue
-                del running[future]
-                yield index, runner._run_hooks_after(call, result)
+        while batch.running:
+            yield from batch.next_ended()
     finally:
         if cancel is not None:
-            cancel.remove_callback(set_fired)
-        for future in running:  # the consumer stopped early: nothing more will be read
+            cancel.remove_callback(batch.set_fired)
+        for future in batch.running:  # the consumer stopped early: nothing more will be read
             future.cancel()
+
+
+class _ThreadBatch:
+    """The futures of one threaded batch, their deadlines and the cancellation future."""
+
+    def __init__(self, runner: CallRunner, started: float) -> None:
+        self.runner = runner
+        self.started = started
+        self.running: dict[concurrent.futures.Future[Any], int] = {}
+        self.deadlines: dict[int, float] = {}
+        self.ran: dict[int, ToolCall] = {}  # the call as it ran (a before-hook may rewrite it)
+        self.fired: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+    def set_fired(self) -> None:
+        if not self.fired.done():
+            self.fired.set_result(None)
+
+    def start(self, calls: Sequence[ToolCall]) -> Iterator[tuple[int, ToolResult]]:
+        """Submit every call; those answered before they run (hooks, validation) are yielded."""
+        runner, pool = self.runner, self.runner._thread_pool()
+        for index, original in enumerate(calls):
+            call, state = runner._start_sync(original)
+            if isinstance(state, ToolResult):
+                state = dataclasses.replace(state, call_id=call.id)
+                yield index, runner._run_hooks_after(original, state)
+                continue
+            self.ran[index] = call
+            self.running[pool.submit(runner._body_sync, state)] = index
+            timeout = runner.timeout_for(call.name)
+            if timeout is not None:
+                self.deadlines[index] = self.started + timeout
+
+    def next_ended(self) -> Iterator[tuple[int, ToolResult]]:
+        """Wait for the next call to end, a deadline or the token; what ended meanwhile."""
+        waiting = [self.deadlines[i] for i in self.running.values() if i in self.deadlines]
+        wait_for = max(0.0, min(waiting) - time.perf_counter()) if waiting else None
+        done, _ = concurrent.futures.wait(
+            {*self.running, self.fired}, timeout=wait_for, return_when=FIRST_COMPLETED
+        )
+        now = time.perf_counter()
+        for future in list(self.running):
+            index = self.running[future]
+            result = self._outcome(future, self.ran[index], done, now)
+            if result is not None:
+                del self.running[future]
+                yield index, self.runner._run_hooks_after(self.ran[index], result)
+
+    def _outcome(
+        self, future: concurrent.futures.Future[Any], call: ToolCall, done: set[Any], now: float
+    ) -> ToolResult | None:
+        """The call's result if it has one now: finished, cancelled or past its deadline."""
+        runner, started = self.runner, self.started
+        if future in done:
+            try:
+                return runner._finish(call, future.result(), started)
+            except Exception as exc:
+                return runner._failure(call, exc, now - started)
+        if self.fired in done:
+            future.cancel()
+            return runner._cancelled(call, started)
+        index = self.running[future]
+        if index in self.deadlines and self.deadlines[index] <= now:
+            future.cancel()
+            return runner._timed_out(call, runner.timeout_for(call.name) or 0.0, started)
+        return None

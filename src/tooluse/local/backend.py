@@ -125,7 +125,7 @@ class LlamaCppBackend(BaseBackend):
       has none).
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the backend's settings, keyword-only after the model
         self,
         model_path: str | Path,
         *,
@@ -411,7 +411,9 @@ class LlamaCppBackend(BaseBackend):
     ) -> Iterator[StreamItem]:
         """The events and result of a turn that may hold calls (constrained or free)."""
         parsed = (
-            self.profile.parse_constrained(text) if plan.mode == "call" else self.profile.parse(text)
+            self.profile.parse_constrained(text)
+            if plan.mode == "call"
+            else self.profile.parse(text)
         )
         errors = tuple(ParseError(message=error, raw=text) for error in parsed.errors)
         yield from errors

@@ -29,7 +29,7 @@ class AnthropicBackend(HTTPBackend):
     provider = anthropic.PROVIDER
     wire = anthropic
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the backend's settings, keyword-only after the model
         self,
         model: str = "claude-sonnet-4-5",
         *,

@@ -319,6 +319,8 @@ def _own(backend: BaseBackend, name: str) -> Any:
         if found is not None and found not in _ALIASED:
             return found.__get__(backend, type(backend))
     raise AttributeError(name)  # pragma: no cover - BaseBackend defines every name
+
+
 _LEGACY_NAMES = {
     "generate_with_tools": "generate",
     "agenerate_with_tools": "agenerate",

@@ -93,6 +93,29 @@ def encode_request(
     strict: bool = False,
 ) -> dict[str, Any]:
     """The Converse request body (the model id goes in the URL)."""
+    body: dict[str, Any] = {"messages": _messages(messages, model)}
+    system = system_text(messages)
+    if system:
+        body["system"] = [{"text": system}]
+    declared = tools_for_history(messages, tools)
+    if declared:
+        config: dict[str, Any] = {
+            "tools": [tool_schema(t, "bedrock", strict=strict) for t in declared]
+        }
+        choice = _tool_choice(tools, tool_choice, model)
+        if choice is not None:
+            config["toolChoice"] = choice
+        body["toolConfig"] = config
+    inference = _inference_config(params)
+    apply_sampling_rules(inference, model, keys=("temperature", "topP", "topK"))
+    if inference:
+        body["inferenceConfig"] = inference
+    if params is not None:
+        body.update(params.extra)
+    return body
+
+
+def _messages(messages: Sequence[ChatMessage], model: str) -> list[dict[str, Any]]:
     wire_id = CallIdMapper("bedrock")
     error_status = supports_named_choice(model) or not model
     out: list[dict[str, Any]] = []
@@ -104,47 +127,43 @@ def encode_request(
             _append(out, "assistant", _assistant_blocks(turn, wire_id, model))
         elif turn.content.strip():  # a blank text block is refused with a 400
             _append(out, "user", [{"text": turn.content}])
-    body: dict[str, Any] = {"messages": out}
-    system = system_text(messages)
-    if system:
-        body["system"] = [{"text": system}]
-    declared = tools_for_history(messages, tools)
-    if declared:
-        config: dict[str, Any] = {
-            "tools": [tool_schema(t, "bedrock", strict=strict) for t in declared]
-        }
-        choice = normalize_tool_choice(tool_choice, tools) if tools else "none"
-        if choice == "none":
-            log.warning("Bedrock has no tool_choice 'none'; tools stay declared, choice omitted")
-        elif isinstance(choice, tuple):
-            if model and not supports_named_choice(model):
-                raise ValueError(
-                    f"Bedrock model {model!r} does not accept a named tool_choice "
-                    "(only Anthropic Claude and Amazon Nova do); use 'required' or 'auto'"
-                )
-            config["toolChoice"] = {"tool": {"name": wire_name(choice[1], PROVIDER)}}
-        else:
-            config["toolChoice"] = {"auto": {}} if choice == "auto" else {"any": {}}
-        body["toolConfig"] = config
+    return out
+
+
+def _tool_choice(
+    tools: Sequence[ToolDefinition], tool_choice: ToolChoice, model: str
+) -> dict[str, Any] | None:
+    """``toolChoice``, or ``None`` where Converse has no form for it (``none``)."""
+    choice = normalize_tool_choice(tool_choice, tools) if tools else "none"
+    if choice == "none":
+        log.warning("Bedrock has no tool_choice 'none'; tools stay declared, choice omitted")
+        return None
+    if isinstance(choice, tuple):
+        if model and not supports_named_choice(model):
+            raise ValueError(
+                f"Bedrock model {model!r} does not accept a named tool_choice "
+                "(only Anthropic Claude and Amazon Nova do); use 'required' or 'auto'"
+            )
+        return {"tool": {"name": wire_name(choice[1], PROVIDER)}}
+    return {"auto": {}} if choice == "auto" else {"any": {}}
+
+
+def _inference_config(params: SamplingParams | None) -> dict[str, Any]:
     inference: dict[str, Any] = {}
-    if params is not None:
-        for key, value in (
-            ("maxTokens", params.max_tokens),
-            ("temperature", params.temperature),
-            ("topP", params.top_p),
-        ):
-            if value is not None:
-                inference[key] = value
-        if params.stop:
-            inference["stopSequences"] = list(params.stop)
-        if params.seed is not None:
-            log.warning("Bedrock Converse has no seed parameter; not sent")
-    apply_sampling_rules(inference, model, keys=("temperature", "topP", "topK"))
-    if inference:
-        body["inferenceConfig"] = inference
-    if params is not None:
-        body.update(params.extra)
-    return body
+    if params is None:
+        return inference
+    for key, value in (
+        ("maxTokens", params.max_tokens),
+        ("temperature", params.temperature),
+        ("topP", params.top_p),
+    ):
+        if value is not None:
+            inference[key] = value
+    if params.stop:
+        inference["stopSequences"] = list(params.stop)
+    if params.seed is not None:
+        log.warning("Bedrock Converse has no seed parameter; not sent")
+    return inference
 
 
 def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:

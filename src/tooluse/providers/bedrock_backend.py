@@ -31,7 +31,7 @@ class BedrockBackend(HTTPBackend):
     provider = bedrock.PROVIDER
     wire = bedrock
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the backend's settings, keyword-only after the model
         self,
         model: str = "anthropic.claude-3-5-haiku-20241022-v1:0",
         *,

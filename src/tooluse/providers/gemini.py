@@ -74,6 +74,24 @@ def encode_request(
 
     ``strict`` turns ``auto`` into mode ``VALIDATED`` (calls constrained to their schemas).
     """
+    body: dict[str, Any] = {"contents": _contents(messages, model)}
+    system = system_text(messages)
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": system}]}
+    declared = tools_for_history(messages, tools)
+    if declared:
+        body["tools"] = [{"functionDeclarations": [tool_schema(t, "gemini") for t in declared]}]
+        config = _calling_config(tools, tool_choice, strict)
+        body["toolConfig"] = {"functionCallingConfig": config}
+    generation = _generation_config(params)
+    if generation:
+        body["generationConfig"] = generation
+    if params is not None:
+        body.update(params.extra)
+    return body
+
+
+def _contents(messages: Sequence[ChatMessage], model: str) -> list[dict[str, Any]]:
     wire_id = CallIdMapper("gemini")
     contents: list[dict[str, Any]] = []
     for turn in group_turns(messages):
@@ -85,41 +103,39 @@ def encode_request(
             _append(contents, "model", _model_parts(turn, wire_id, model))
         elif turn.content:
             _append(contents, "user", [{"text": turn.content}])
-    body: dict[str, Any] = {"contents": contents}
-    system = system_text(messages)
-    if system:
-        body["systemInstruction"] = {"parts": [{"text": system}]}
-    declared = tools_for_history(messages, tools)
-    if declared:
-        body["tools"] = [{"functionDeclarations": [tool_schema(t, "gemini") for t in declared]}]
-        config: dict[str, Any] = {"mode": "NONE"}
-        if tools:
-            choice = normalize_tool_choice(tool_choice, tools)
-            if isinstance(choice, tuple):
-                config = {"mode": "ANY", "allowedFunctionNames": [wire_name(choice[1], PROVIDER)]}
-            else:
-                auto = "VALIDATED" if strict else "AUTO"
-                config = {"mode": {"auto": auto, "required": "ANY", "none": "NONE"}[choice]}
-        body["toolConfig"] = {"functionCallingConfig": config}
+    return contents
+
+
+def _calling_config(
+    tools: Sequence[ToolDefinition], tool_choice: ToolChoice, strict: bool
+) -> dict[str, Any]:
+    """``functionCallingConfig``: tools declared for the history only get mode ``NONE``."""
+    if not tools:
+        return {"mode": "NONE"}
+    choice = normalize_tool_choice(tool_choice, tools)
+    if isinstance(choice, tuple):
+        return {"mode": "ANY", "allowedFunctionNames": [wire_name(choice[1], PROVIDER)]}
+    auto = "VALIDATED" if strict else "AUTO"
+    return {"mode": {"auto": auto, "required": "ANY", "none": "NONE"}[choice]}
+
+
+def _generation_config(params: SamplingParams | None) -> dict[str, Any]:
     generation: dict[str, Any] = {}
-    if params is not None:
-        for key, value in (
-            ("temperature", params.temperature),
-            ("maxOutputTokens", params.max_tokens),
-            ("topP", params.top_p),
-            ("seed", params.seed),
-        ):
-            if value is not None:
-                generation[key] = value
-        if params.stop:
-            generation["stopSequences"] = list(params.stop)
-        if params.parallel_tool_calls is False:
-            log.info("Gemini has no switch for parallel tool calls; every call is still answered")
-    if generation:
-        body["generationConfig"] = generation
-    if params is not None:
-        body.update(params.extra)
-    return body
+    if params is None:
+        return generation
+    for key, value in (
+        ("temperature", params.temperature),
+        ("maxOutputTokens", params.max_tokens),
+        ("topP", params.top_p),
+        ("seed", params.seed),
+    ):
+        if value is not None:
+            generation[key] = value
+    if params.stop:
+        generation["stopSequences"] = list(params.stop)
+    if params.parallel_tool_calls is False:
+        log.info("Gemini has no switch for parallel tool calls; every call is still answered")
+    return generation
 
 
 def _append(contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:

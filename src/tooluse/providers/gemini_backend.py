@@ -24,7 +24,7 @@ class GeminiBackend(HTTPBackend):
     provider = gemini.PROVIDER
     wire = gemini
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the backend's settings, keyword-only after the model
         self,
         model: str = "gemini-2.5-flash",
         *,

@@ -124,7 +124,7 @@ class HTTPBackend(BaseBackend):
     wire: ModuleType
     _capabilities: ModelCapabilities = ModelCapabilities()
 
-    def _setup(
+    def _setup(  # noqa: PLR0913 - the settings every HTTP backend shares, keyword-only
         self,
         model: str,
         base_url: str,

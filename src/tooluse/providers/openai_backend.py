@@ -34,7 +34,7 @@ class OpenAIBackend(HTTPBackend):
 
     provider = "openai"
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the backend's settings, keyword-only after the model
         self,
         model: str = "gpt-4o",
         *,

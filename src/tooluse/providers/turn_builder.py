@@ -94,7 +94,12 @@ class TurnBuilder:
         return tuple(p for p in self._parts if isinstance(p, ToolCall))
 
     def build(
-        self, *, finish_reason: str, usage: Usage, raw: Any = None, metadata: dict[str, Any] | None = None
+        self,
+        *,
+        finish_reason: str,
+        usage: Usage,
+        raw: Any = None,
+        metadata: dict[str, Any] | None = None,
     ) -> GenerationResult:
         parts = tuple(p.part() if isinstance(p, _Run) else p for p in self._parts if p is not None)
         message = ChatMessage(role="assistant", parts=parts, metadata=dict(metadata or {}))
