@@ -24,7 +24,7 @@ from typing import Any, Union
 from tooluse.execution.base import normalize_tools
 from tooluse.loop import RunOptions, RunResult, arun, run
 from tooluse.messages import ChatMessage
-from tooluse.providers.base import SamplingParams
+from tooluse.providers.base import Backend, SamplingParams
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = ["Conversation", "Participant"]
@@ -43,7 +43,7 @@ class Participant:
     """
 
     name: str
-    backend: Any = field(compare=False)
+    backend: Backend = field(compare=False)
     tools: tuple[Any, ...] = ()
     max_tool_iters: int = 4
     system_prompt: str | None = None

@@ -192,7 +192,7 @@ def prompt_text(prompt: Any) -> str:
     return ""
 
 
-def model_name(backend: Any) -> str:
+def model_name(backend: object) -> str:
     """The name a log shows for a backend: its ``model_spec`` when it has one."""
     for attribute in ("model_spec", "model", "name"):
         value = getattr(backend, attribute, None)
@@ -204,7 +204,7 @@ def model_name(backend: Any) -> str:
 def record_run(
     result: Any,
     *,
-    backend: Any,
+    backend: object,
     prompt: Any,
     tools: Sequence[Any] = (),
     source: str = "library",

@@ -24,7 +24,7 @@ from tooluse.loop import (
 )
 from tooluse.loop_core import LoopSetup, StopReason
 from tooluse.messages import ChatMessage
-from tooluse.providers.base import SamplingParams
+from tooluse.providers.base import Backend, SamplingParams
 from tooluse.tools.definition import ToolDefinition
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class ExtractOptions(TypedDict, total=False):
 
 
 def _prepare(  # noqa: PLR0913 -- ExtractOptions spelled out: an unknown one is a TypeError
-    backend: Any,
+    backend: Backend,
     text_or_messages: Prompt,
     target: Any,
     *,
@@ -135,7 +135,7 @@ def _prepare(  # noqa: PLR0913 -- ExtractOptions spelled out: an unknown one is 
 
 
 def extract(
-    backend: Any, text_or_messages: Prompt, model: Any, **options: Unpack[ExtractOptions]
+    backend: Backend, text_or_messages: Prompt, model: Any, **options: Unpack[ExtractOptions]
 ) -> Any:
     """Extract one record from text (or a conversation) with a forced tool call.
 
@@ -158,7 +158,7 @@ def extract(
 
 
 async def aextract(
-    backend: Any, text_or_messages: Prompt, model: Any, **options: Unpack[ExtractOptions]
+    backend: Backend, text_or_messages: Prompt, model: Any, **options: Unpack[ExtractOptions]
 ) -> Any:
     """The async twin of :func:`extract` (same options)."""
     definition, setup, history = _prepare(backend, text_or_messages, model, **options)

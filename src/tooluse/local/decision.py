@@ -91,7 +91,10 @@ class AlwaysCall:
     """Always call a tool (until results are back): ``auto`` behaves like ``required``."""
 
     def decide(
-        self, backend: Any, messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition]
+        self,
+        backend: LlamaCppBackend,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition],
     ) -> ToolDecision:
         _, answered = latest_request(messages)
         if answered:
@@ -103,7 +106,10 @@ class NeverCall:
     """Never call a tool from ``auto`` (the model answers in text)."""
 
     def decide(
-        self, backend: Any, messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition]
+        self,
+        backend: LlamaCppBackend,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition],
     ) -> ToolDecision:
         return ToolDecision(call=False, reason="never call")
 
