@@ -93,9 +93,9 @@ def _check_model(model: str, format: str | None) -> None:
 
             default_model_path()
         else:
-            from tooluse.evals.bfcl_job import load_backend
+            from tooluse.providers import load_model
 
-            load_backend(model)
+            load_model(model)
     except Exception as exc:  # a bad model string or a missing extra: say so, exit 2
         typer.echo(f"error: cannot load model {model!r}: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -198,7 +198,7 @@ def register_bfcl_command(eval_app: typer.Typer) -> None:
             raise fail(str(exc)) from None
         if not entries:
             raise fail("no entries to run (an empty category or filter)")
-        from tooluse.cli.evals_cmd import check_output_paths
+        from tooluse.cli.shared import check_output_paths
 
         check_output_paths(out, output)
         _check_model(model, format)

@@ -92,7 +92,9 @@ def chat(
     Ctrl-C during an answer stops it.
     """
     from tooluse import ChatMessage, SamplingParams
-    from tooluse.cli.local_cmd import _console, load_backend, load_module, tools_of
+    from tooluse.cli.local_cmd import load_module, tools_of
+    from tooluse.cli.shared import console as _console
+    from tooluse.cli.shared import load_backend
     from tooluse.errors import ToolUseError
     from tooluse.loop import run
 

@@ -67,10 +67,15 @@ def register_env_command(eval_app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     ) -> None:
         """Run a model on a tool environment's tasks; print the summary table."""
-        from tooluse.cli.evals_cmd import load_model_and_parser
-        from tooluse.envs import RunnerSpec, TrajectoryRunner, environment_registry
-        from tooluse.envs.evaluation import format_summary, runner_from_spec
+        from tooluse.cli.shared import load_model_and_parser
+        from tooluse.envs import (
+            RunnerSpec,
+            TrajectoryRunner,
+            environment_registry,
+            runner_from_spec,
+        )
         from tooluse.evals.engine import EngineError
+        from tooluse.evals.evaluation import format_summary
         from tooluse.providers.base import SamplingParams
 
         env_name = name or env
@@ -84,7 +89,7 @@ def register_env_command(eval_app: typer.Typer) -> None:
         except (KeyError, ValueError, ImportError) as exc:
             typer.echo(f"error: {exc.args[0]}", err=True)
             raise typer.Exit(2) from None
-        from tooluse.cli.evals_cmd import check_output_paths
+        from tooluse.cli.shared import check_output_paths
 
         check_output_paths(out, output)
         backend, parser = load_model_and_parser(model, format)
