@@ -119,7 +119,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
     ),
     "evals": (
         # the scorer; the runner's tests run the model over real data (minutes per mutant)
-        ["evals/bfcl_checker.py"],
+        ["evals/bfcl/checker.py"],
         [
             "tests/evals/test_bfcl_checker.py",
             "tests/evals/test_bfcl_parity.py",
@@ -169,7 +169,7 @@ NAMED: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "BFCL reuses one call for two parallel expectations",
-        "evals/bfcl_checker.py",
+        "evals/bfcl/checker.py",
         "unused.remove(index)",
         "pass",
         "tests/evals/test_mutants_evals.py::test_parallel_never_matches_one_call_twice",

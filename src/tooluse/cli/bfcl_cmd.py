@@ -28,7 +28,7 @@ def _categories(values: list[str]) -> list[str]:
 def _load_entries(
     categories: list[str], data: Path | None, answers: Path | None, shipped: bool
 ) -> list[Any]:
-    from tooluse.evals.bfcl_data import (
+    from tooluse.evals.bfcl.data import (
         NO_ANSWER_CATEGORIES,
         category_of,
         load_bfcl_categories,
@@ -170,8 +170,8 @@ def register_bfcl_command(eval_app: typer.Typer) -> None:
         progress: bool = typer.Option(True, "--progress/--no-progress"),
     ) -> None:
         """Score a model on BFCL entries: accuracy per category, results as they happen."""
-        from tooluse.evals.bfcl_data import select_entries
-        from tooluse.evals.bfcl_job import BFCLOptions, run_bfcl_job
+        from tooluse.evals.bfcl.data import select_entries
+        from tooluse.evals.bfcl.job import BFCLOptions, run_bfcl_job
         from tooluse.evals.engine import EngineError
 
         def fail(message: str, code: int = 2) -> typer.Exit:

@@ -8,7 +8,8 @@
 
 Environments: ``math:arithmetic`` (built-in problems), ``math:gsm8k`` / ``math:GSM8K``
 (a local GSM8K JSONL file), ``bfcl:multi_turn_base`` / ``_miss_func`` / ``_miss_param`` /
-``_long_context`` (BFCL's executable multi-turn worlds; needs ``bfcl-eval``).
+``_long_context`` (BFCL's executable multi-turn worlds, in :mod:`tooluse.evals.bfcl`; needs
+``bfcl-eval``).
 ``TrajectoryRunner.run_evaluation`` plays many trajectories on the run engine
 (:mod:`tooluse.evals.evaluation`, with pass@k and the reward figures);
 :mod:`tooluse.envs.export` turns them into training data.
@@ -28,12 +29,9 @@ from tooluse.envs.base import (
     ToolEnvironment,
     submit_answer_tool,
 )
-from tooluse.envs.bfcl_multi_turn import BFCLMultiTurnEnvironment
 from tooluse.envs.gsm8k import GSM8KEnvironment, load_gsm8k
 from tooluse.envs.registry import EnvironmentRegistry, environment_registry
 from tooluse.envs.rewards import (
-    BFCLResponseReward,
-    BFCLStateReward,
     CorrectnessReward,
     NumericCorrectnessReward,
     Reward,
@@ -58,9 +56,6 @@ __all__ = [
     "ARITHMETIC_TASKS",
     "Action",
     "ArithmeticEnvironment",
-    "BFCLMultiTurnEnvironment",
-    "BFCLResponseReward",
-    "BFCLStateReward",
     "CorrectnessReward",
     "EnvState",
     "EnvironmentRegistry",

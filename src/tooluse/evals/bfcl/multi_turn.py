@@ -16,7 +16,7 @@ Each task is one entry of a BFCL multi-turn category (``multi_turn_base``, ``_mi
 in order on the world's instances (unknown functions and invalid arguments come back as error
 results; an exception inside a class comes back as BFCL's ``Error during execution: ...``). An
 action without calls ends the user turn: the turn is checked with BFCL's rules (see
-:func:`tooluse.envs.bfcl_world.check_turn`) and the next user message is given; in the
+:func:`tooluse.evals.bfcl.world.check_turn`) and the next user message is given; in the
 ``miss_func`` category the held-back function joins the tools at the turn where BFCL adds it,
 with BFCL's message. More than ``max_steps`` steps in one turn ends the episode as failed (BFCL
 force-quits such an entry). The episode succeeds when every checked turn is valid, which is
@@ -47,7 +47,16 @@ from tooluse.envs.base import (
     ToolEnvironment,
     check_action,
 )
-from tooluse.envs.bfcl_world import (
+from tooluse.envs.rewards import (
+    CorrectnessReward,
+    StepContext,
+    call_key,
+    compute_signals,
+)
+from tooluse.errors import ToolArgumentError
+from tooluse.evals.bfcl.data import tool_from_bfcl_function
+from tooluse.evals.bfcl.rewards import BFCLResponseReward, BFCLStateReward
+from tooluse.evals.bfcl.world import (
     ADDED_FUNCTIONS_MESSAGE,
     MULTI_TURN_CATEGORIES,
     MultiTurnEntry,
@@ -57,15 +66,6 @@ from tooluse.envs.bfcl_world import (
     function_docs,
     load_multi_turn,
 )
-from tooluse.envs.rewards import (
-    BFCLResponseReward,
-    BFCLStateReward,
-    CorrectnessReward,
-    StepContext,
-    call_key,
-    compute_signals,
-)
-from tooluse.errors import ToolArgumentError
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 
@@ -137,8 +137,6 @@ class BFCLMultiTurnEnvironment(ToolEnvironment):
         self, task_index: int, data: Mapping[str, Any]
     ) -> tuple[ToolDefinition, ...]:
         """The entry's functions, without those held back until a later turn."""
-        from tooluse.evals.bfcl_data import tool_from_bfcl_function
-
         entry = self._entries[task_index]
         turn = int(data.get("turn", 0))
         hidden = frozenset(
