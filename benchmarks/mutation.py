@@ -108,7 +108,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
         ],
     ),
     "execution": (
-        ["execution/local.py", "execution/sandbox.py"],
+        ["execution/local.py", "execution/sandbox/run.py", "execution/sandbox/limits.py"],
         [
             "tests/execution/test_local_executors.py",
             "tests/execution/test_sandbox.py",
@@ -133,7 +133,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
 NAMED: list[tuple[str, str, str, str, str]] = [
     (
         "sandbox network isolation broken",
-        "execution/sandbox_child.py",
+        "execution/sandbox/child.py",
         'if not self.config["allow_network"]:',
         'if self.config["allow_network"]:',
         "tests/execution/test_sandbox_isolation.py::test_loopback_connection_is_refused_by_default",

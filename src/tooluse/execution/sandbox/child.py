@@ -1,6 +1,6 @@
 """The sandbox child: sets up the isolation, then runs the model's code.
 
-Not imported by tooluse: :mod:`tooluse.execution.sandbox` runs this file (compiled once per
+Not imported by tooluse: :mod:`tooluse.execution.sandbox.process` runs this file (compiled once per
 process, or its source with ``-c``) as ``python -I`` with one comma-separated argument (see
 :func:`_config`). Steps:
 
