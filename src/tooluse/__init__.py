@@ -37,8 +37,8 @@ from tooluse.events import (
 )
 from tooluse.execution import AsyncToolExecutor, CancellationToken, SimpleToolExecutor, Veto
 from tooluse.execution.mcp import MCPServerConfig, MCPToolExecutor, MCPToolset  # no mcp import
-from tooluse.execution.mcp_server import MCPToolServer
-from tooluse.execution.mcp_sync import SyncMCPToolExecutor
+from tooluse.execution.mcp.server import MCPToolServer
+from tooluse.execution.mcp.sync import SyncMCPToolExecutor
 from tooluse.formats import (
     HermesToolCallParser,
     ParsedToolResponse,

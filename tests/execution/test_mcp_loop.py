@@ -13,7 +13,7 @@ import pytest
 import tooluse
 from tooluse.execution.local import run_coroutine_blocking
 from tooluse.execution.mcp import MCPServerConfig, MCPToolExecutor
-from tooluse.execution.mcp_sync import SyncMCPToolExecutor
+from tooluse.execution.mcp.sync import SyncMCPToolExecutor
 from tooluse.messages import ToolCall
 from tooluse.providers.scripted import ScriptedBackend
 
