@@ -14,6 +14,7 @@ from typing import Any
 from tooluse.envs.registry import environment_registry
 from tooluse.envs.trajectory import TrajectoryRunner
 from tooluse.providers.base import Backend, SamplingParams
+from tooluse.providers.model_registry import load_model
 
 __all__ = ["RunnerSpec", "runner_from_spec"]
 
@@ -35,18 +36,10 @@ class RunnerSpec:
 
 def runner_from_spec(spec: RunnerSpec) -> TrajectoryRunner:
     """A runner built from ``spec`` (``model="local"`` is the embedded model)."""
-    if spec.model in ("local", "local:default"):
-        from tooluse.local import LlamaCppBackend
-
-        backend: Backend = (
-            LlamaCppBackend.default(max_tokens=spec.max_tokens)
-            if spec.max_tokens
-            else LlamaCppBackend.default()
-        )
-    else:
-        from tooluse.providers import load_model
-
-        backend = load_model(spec.model)
+    options: dict[str, Any] = {}
+    if spec.max_tokens and spec.model.partition(":")[0] == "local":
+        options["max_tokens"] = spec.max_tokens  # the embedded model's own default
+    backend: Backend = load_model(spec.model, **options)
     parser = None
     if spec.tool_call_parser:
         from tooluse.formats import get_parser
