@@ -33,7 +33,7 @@ from tooluse.execution.parallel import AsyncToolExecutor
 from tooluse.loop import build_setup, drive_async, drive_sync, initial_history
 from tooluse.loop_core import LoopSetup, ModelTurnFinished, RunFinished, RunResult, StopReason
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage
-from tooluse.providers.base import SamplingParams
+from tooluse.providers.base import Backend, SamplingParams
 from tooluse.tools.definition import ToolDefinition
 
 if TYPE_CHECKING:
@@ -253,7 +253,7 @@ class TrajectoryRunner:
         self,
         *,
         environment: ToolEnvironment,
-        backend: Any,
+        backend: Backend,
         sampling_params: SamplingParams | None = None,
         system_prompt: str | None = None,
         tool_call_parser: Any = None,

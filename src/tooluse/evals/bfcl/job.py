@@ -38,6 +38,7 @@ from tooluse.evals.bfcl.scorer import (
     score_bfcl_entry,
 )
 from tooluse.evals.engine import EngineError, WorkItem, read_results, run_items
+from tooluse.providers.base import Backend
 from tooluse.providers.model_registry import load_model
 
 __all__ = [
@@ -84,7 +85,7 @@ def entry_from_payload(data: Mapping[str, Any]) -> BFCLEntry:
 
 
 def _bfcl_worker(
-    model: str, options: Mapping[str, Any], backend_factory: Callable[[str], Any] | None
+    model: str, options: Mapping[str, Any], backend_factory: Callable[[str], Backend] | None
 ) -> Callable[[WorkItem], dict[str, Any]]:
     chosen = BFCLOptions.from_dict(options)
     backend = (backend_factory or load_model)(model)
@@ -106,12 +107,12 @@ def _bfcl_worker(
 def make_bfcl_worker(
     model: str,
     options: BFCLOptions,
-    backend_factory: Callable[[str], Any] | None = None,
+    backend_factory: Callable[[str], Backend] | None = None,
 ) -> Callable[[], Callable[[WorkItem], dict[str, Any]]]:
     """The engine's worker factory (picklable): loads the model once per worker.
 
-    ``backend_factory(model)`` replaces :func:`~tooluse.providers.load_model` (a module-level function, so
-    that it pickles for Ray)."""
+    ``backend_factory(model)`` replaces :func:`~tooluse.providers.load_model` (a module-level
+    function, so that it pickles for Ray)."""
     return functools.partial(_bfcl_worker, model, options.to_dict(), backend_factory)
 
 
@@ -176,7 +177,7 @@ def run_bfcl_job(
     ray_address: str | None = None,
     progress: bool = True,
     item_timeout: float | None = None,
-    backend_factory: Callable[[str], Any] | None = None,
+    backend_factory: Callable[[str], Backend] | None = None,
 ) -> dict[str, Any]:
     """Score ``model`` on ``entries`` into ``out_dir`` (resuming what is there) and return
     the summary, also written as ``summary.json``."""

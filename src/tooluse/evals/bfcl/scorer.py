@@ -125,7 +125,7 @@ _FEW_SHOT_EXAMPLES: tuple[tuple[str, tuple[tuple[str, dict[str, Any]], ...], str
 )
 
 
-def few_shot_prompt(backend: Any, prompt_style: str = "native") -> str:
+def few_shot_prompt(backend: Backend, prompt_style: str = "native") -> str:
     """Worked examples for the system prompt, the calls written as the model must write them
     (Python calls for the ``bfcl`` style, the local model's call format, else JSON)."""
     profile = getattr(backend, "profile", None)
@@ -217,7 +217,7 @@ def _verdict(entry: BFCLEntry, decoded: list[dict[str, Any]] | None) -> CheckRes
 class _RawRecorder:
     """The backend, keeping the last turn's raw output (the loop keeps only parsed calls)."""
 
-    def __init__(self, backend: Any) -> None:
+    def __init__(self, backend: Backend) -> None:
         self._backend = backend
         self.raw: str | None = None
 
