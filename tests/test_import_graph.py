@@ -214,3 +214,19 @@ def test_envs_never_imports_evals():
         if target.startswith("tooluse.evals")
     )
     assert not upward, "\n".join(upward)
+
+
+def test_envs_offers_bfcl_without_importing_evals():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tooluse.envs as e\n"
+        "before = sorted(m for m in sys.modules if m.startswith('tooluse.evals'))\n"
+        "names = e.environment_registry.names()\n"
+        "print(before, 'bfcl:multi_turn_base' in names)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[] True"
