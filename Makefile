@@ -41,8 +41,7 @@ install: $(STAMP)
 
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks examples
-	# enabled once the tree is formatted:
-	# $(VENV)/bin/ruff format --check src tests benchmarks examples
+	$(VENV)/bin/ruff format --check src tests benchmarks examples
 
 typecheck: install
 	$(VENV)/bin/mypy

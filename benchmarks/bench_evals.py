@@ -12,8 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tooluse.evals.bfcl_data import load_bfcl_categories, select_entries
-from tooluse.evals.bfcl_job import BFCLOptions, run_bfcl_job
+from tooluse.evals.bfcl.data import load_bfcl_categories, select_entries
+from tooluse.evals.bfcl.job import BFCLOptions, run_bfcl_job
 from tooluse.evals.engine import WorkItem, run_items
 
 

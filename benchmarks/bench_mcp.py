@@ -30,7 +30,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tooluse.execution.mcp import MCPServerConfig, MCPToolExecutor
-from tooluse.execution.mcp_sync import SyncMCPToolExecutor
+from tooluse.execution.mcp.sync import SyncMCPToolExecutor
 from tooluse.messages import ToolCall
 
 DEMO = str(

@@ -108,7 +108,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
         ],
     ),
     "execution": (
-        ["execution/local.py", "execution/sandbox.py"],
+        ["execution/local.py", "execution/sandbox/run.py", "execution/sandbox/limits.py"],
         [
             "tests/execution/test_local_executors.py",
             "tests/execution/test_sandbox.py",
@@ -119,7 +119,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
     ),
     "evals": (
         # the scorer; the runner's tests run the model over real data (minutes per mutant)
-        ["evals/bfcl_checker.py"],
+        ["evals/bfcl/checker.py"],
         [
             "tests/evals/test_bfcl_checker.py",
             "tests/evals/test_bfcl_parity.py",
@@ -133,7 +133,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
 NAMED: list[tuple[str, str, str, str, str]] = [
     (
         "sandbox network isolation broken",
-        "execution/sandbox_child.py",
+        "execution/sandbox/child.py",
         'if not self.config["allow_network"]:',
         'if self.config["allow_network"]:',
         "tests/execution/test_sandbox_isolation.py::test_loopback_connection_is_refused_by_default",
@@ -169,7 +169,7 @@ NAMED: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "BFCL reuses one call for two parallel expectations",
-        "evals/bfcl_checker.py",
+        "evals/bfcl/checker.py",
         "unused.remove(index)",
         "pass",
         "tests/evals/test_mutants_evals.py::test_parallel_never_matches_one_call_twice",

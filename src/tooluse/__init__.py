@@ -91,9 +91,9 @@ if TYPE_CHECKING:  # the names loaded on first use, for type checkers (`X as X`:
     from tooluse.envs import TrajectoryRunner as TrajectoryRunner
     from tooluse.execution.mcp import MCPServerConfig as MCPServerConfig
     from tooluse.execution.mcp import MCPToolExecutor as MCPToolExecutor
+    from tooluse.execution.mcp import MCPToolServer as MCPToolServer
     from tooluse.execution.mcp import MCPToolset as MCPToolset
-    from tooluse.execution.mcp_server import MCPToolServer as MCPToolServer
-    from tooluse.execution.mcp_sync import SyncMCPToolExecutor as SyncMCPToolExecutor
+    from tooluse.execution.mcp import SyncMCPToolExecutor as SyncMCPToolExecutor
     from tooluse.formats import HermesToolCallParser as HermesToolCallParser
     from tooluse.formats import ParsedToolResponse as ParsedToolResponse
     from tooluse.formats import ToolCallParser as ToolCallParser
@@ -203,21 +203,12 @@ _MOVED: dict[str, str] = {
     "validate_history": "tooluse.providers",
 }
 
-# Where a name is not (yet) exported by the package above, the module that defines it.
-_DEFINED_IN: dict[str, str] = {
-    "MCPToolServer": "tooluse.execution.mcp_server",
-    "SyncMCPToolExecutor": "tooluse.execution.mcp_sync",
-}
-
 
 def __getattr__(name: str) -> Any:
     module = _MOVED.get(name)
     if module is None:
         raise AttributeError(f"module 'tooluse' has no attribute {name!r}")
-    try:
-        value = getattr(importlib.import_module(module), name)
-    except AttributeError:
-        value = getattr(importlib.import_module(_DEFINED_IN[name]), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later lookups skip this function
     return value
 

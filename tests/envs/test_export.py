@@ -13,8 +13,8 @@ import tooluse
 from tooluse import ScriptedBackend, ToolCall, get_parser, render_chat_template
 from tooluse.cli.app import app
 from tooluse.envs import TrajectoryRunner, environment_registry
-from tooluse.envs.bfcl_world import ground_truth_calls
 from tooluse.envs.export import read_trajectories, rl_steps, sft_examples
+from tooluse.evals.bfcl.world import ground_truth_calls
 
 # A ChatML template with a Qwen-style tools section, written for this test (the shape of
 # Qwen2.5's: tools as JSON lines in the system turn, calls in <tool_call> blocks, results in

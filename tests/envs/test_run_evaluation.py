@@ -17,13 +17,8 @@ from answer_key import AnswerKeyBackend
 from typer.testing import CliRunner
 
 from tooluse.cli.app import app
-from tooluse.envs import (
-    ARITHMETIC_TASKS,
-    ArithmeticEnvironment,
-    TrajectoryRunner,
-    pass_at_k,
-    summarize,
-)
+from tooluse.envs import ARITHMETIC_TASKS, ArithmeticEnvironment, TrajectoryRunner
+from tooluse.evals.evaluation import pass_at_k, summarize
 from tooluse.providers import register_model_prefix
 
 HERE = Path(__file__).parent

@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tooluse.evals.bfcl_checker import standardize_string
+from tooluse.evals.bfcl.checker import standardize_string
 
 _NO_VALUE = object()
 

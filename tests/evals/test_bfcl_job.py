@@ -11,13 +11,13 @@ from typer.testing import CliRunner
 
 from tooluse import ScriptedBackend, ToolCall, register_model_prefix
 from tooluse.cli.app import app
-from tooluse.evals.bfcl_data import (
+from tooluse.evals.bfcl.data import (
     BFCLEntry,
     load_bfcl_categories,
     load_bfcl_category,
     select_entries,
 )
-from tooluse.evals.bfcl_job import (
+from tooluse.evals.bfcl.job import (
     BFCLOptions,
     bfcl_system_prompt,
     decode_python_calls,
@@ -383,7 +383,7 @@ class _PromptRecorder(OracleBackend):
 
 @pytest.mark.parametrize("style", ["native", "bfcl"])
 def test_few_shot_examples_go_in_the_system_prompt_in_the_model_s_call_format(tmp_path, style):
-    from tooluse.evals.bfcl_job import few_shot_prompt
+    from tooluse.evals.bfcl.job import few_shot_prompt
     from tooluse.local.profiles import SMOLLM2
 
     entries = load_bfcl_category("parallel")[:2]

@@ -14,7 +14,7 @@ import pytest
 from bfcl_variants import oracle_calls, variants
 
 from tooluse.evals import check_entry, check_parallel, check_simple
-from tooluse.evals.bfcl_data import BFCL_CATEGORIES, load_bfcl_category
+from tooluse.evals.bfcl.data import BFCL_CATEGORIES, load_bfcl_category
 
 #: Entries whose own ground truth BFCL's checker rejects (inconsistencies in BFCL's data).
 INCONSISTENT_TRUTH = {

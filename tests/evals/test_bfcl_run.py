@@ -313,3 +313,28 @@ def test_local_model_on_a_few_entries():
     assert_report_consistent(report, ["simple_0", "irrelevance_0"])
     assert {c.category for c in report.categories} == {"simple", "irrelevance"}
     assert 0.0 <= report.accuracy <= 1.0
+
+
+def test_run_bfcl_and_the_engine_job_share_one_scorer():
+    from tooluse.evals.bfcl import score_bfcl_entry, score_entry
+
+    entries = [e for e in load_sample() if e.id.endswith("_0")]
+    turns = [oracle_turn(e) if i % 2 else "no call" for i, e in enumerate(entries)]
+    outcomes = [score_entry(ScriptedBackend([t]), e) for t, e in zip(turns, entries)]
+    records = [score_bfcl_entry(ScriptedBackend([t]), e) for t, e in zip(turns, entries)]
+    for outcome, record in zip(outcomes, records):
+        assert outcome.passed == record["valid"]
+        assert outcome.check.error_type == record["error_type"]
+        assert [dict(c) for c in outcome.decoded] == record["decoded"]
+    assert any(o.passed for o in outcomes) and not all(o.passed for o in outcomes)
+
+
+def test_a_backend_failure_scores_the_same_both_ways():
+    from tooluse.evals.bfcl import score_bfcl_entry, score_entry
+
+    entry = load_sample()[0]
+    outcome = score_entry(ScriptedBackend([]), entry)  # no turns: the request fails
+    record = score_bfcl_entry(ScriptedBackend([]), entry)
+    assert outcome.check.error_type == record["error_type"] == "backend_error"
+    assert outcome.check.errors == (record["error"],)
+    assert not outcome.passed and outcome.decoded == ()

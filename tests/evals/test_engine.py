@@ -356,3 +356,28 @@ def test_ray_worker_that_cannot_start_is_a_clear_error(ray_session, tmp_path):
         run_items(
             items(3), broken_factory, tmp_path / "r.jsonl", engine="ray", workers=1, progress=False
         )
+
+
+def test_one_repair_cuts_a_cut_write_and_can_set_corrupt_lines_aside(tmp_path):
+    from tooluse.evals.results import repair_results
+
+    out = tmp_path / "results.jsonl"
+    out.write_text('{"key": "a"}\n#garbage\n{"key": "b"}\n{"key": "c", "val')
+    assert repair_results(out) == []  # only the cut last line goes
+    assert out.read_text() == '{"key": "a"}\n#garbage\n{"key": "b"}\n'
+    assert repair_results(out, set_aside_corrupt=True) == [2]
+    assert out.read_text() == '{"key": "a"}\n{"key": "b"}\n'
+    assert (tmp_path / "results.corrupt.jsonl").read_text() == "#garbage\n"
+    assert set(read_results(out)) == {"a", "b"}
+
+
+def test_run_items_takes_its_options_as_a_dataclass_or_as_keywords(tmp_path):
+    from tooluse.evals.engine import EngineOptions
+
+    options = EngineOptions(concurrency=2, progress=False)
+    run = run_items(items(4), doubling_worker, tmp_path / "a.jsonl", options=options)
+    assert [r["value"] for r in run.records] == [0, 2, 4, 6]
+    with pytest.raises(EngineError, match="at least 1"):
+        run_items(items(1), doubling_worker, tmp_path / "b.jsonl", options=options, concurrency=0)
+    with pytest.raises(TypeError, match="run_items"):
+        run_items(items(1), doubling_worker, tmp_path / "c.jsonl", colour="blue")

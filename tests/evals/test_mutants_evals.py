@@ -39,7 +39,7 @@ ZONE = {
 
 
 def test_unknown_parameter_types_compare_values():
-    from tooluse.evals.bfcl_checker import check_simple
+    from tooluse.evals.bfcl.checker import check_simple
 
     truth = {"set_zone": {"zone": ["UTC", "GMT"]}}
     assert check_simple(ZONE, {"set_zone": {"zone": "GMT"}}, truth).valid
@@ -49,7 +49,7 @@ def test_unknown_parameter_types_compare_values():
 
 
 def test_every_public_name_exists():
-    import tooluse.evals.bfcl_checker as checker
+    import tooluse.evals.bfcl.checker as checker
 
     for name in checker.__all__:
         assert hasattr(checker, name), name

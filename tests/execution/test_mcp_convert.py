@@ -11,8 +11,8 @@ import pytest
 
 from tooluse.errors import ToolArgumentError
 from tooluse.execution.mcp import MCPServerConfig, load_mcp_servers
-from tooluse.execution.mcp_schema import check_advertised_schema, check_arguments
-from tooluse.execution.mcp_sdk import (
+from tooluse.execution.mcp.schema import check_advertised_schema, check_arguments
+from tooluse.execution.mcp.sdk import (
     call_tool_result_from_output,
     mcp_tool_from_definition,
     served_output_schema,

@@ -13,7 +13,7 @@ import pytest
 
 from tooluse.errors import MCPError
 from tooluse.execution.mcp import MCPServerConfig, MCPToolExecutor
-from tooluse.execution.mcp_schema import check_advertised_schema
+from tooluse.execution.mcp.schema import check_advertised_schema
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import pytest
 
 import tooluse
 from tooluse.execution.mcp import MCPServerConfig, MCPToolExecutor
-from tooluse.execution.mcp_sync import SyncMCPToolExecutor
+from tooluse.execution.mcp.sync import SyncMCPToolExecutor
 from tooluse.messages import ToolCall
 from tooluse.providers.scripted import ScriptedBackend
 from tooluse.sync_bridge import run_coroutine_blocking

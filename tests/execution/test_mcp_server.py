@@ -9,7 +9,7 @@ from mcp import Client, MCPError
 
 from tooluse.errors import ToolDefinitionError
 from tooluse.execution.mcp import MCPServerConfig, MCPToolExecutor
-from tooluse.execution.mcp_server import MCPToolServer, load_module_tools
+from tooluse.execution.mcp.server import MCPToolServer, load_module_tools
 from tooluse.messages import ToolCall
 from tooluse.tools import ToolDefinition
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tooluse.execution.mcp import MCPServerConfig, MCPToolExecutor
-from tooluse.execution.mcp_sync import SyncMCPToolExecutor
+from tooluse.execution.mcp.sync import SyncMCPToolExecutor
 from tooluse.messages import ToolCall
 
 pytestmark = pytest.mark.slow

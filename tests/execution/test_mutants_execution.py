@@ -9,7 +9,7 @@ import dataclasses
 from tooluse import ToolCall
 from tooluse.execution import SimpleToolExecutor
 from tooluse.execution.base import PreparedCall
-from tooluse.execution.sandbox import SandboxLimits, error_reason
+from tooluse.execution.sandbox.limits import SandboxLimits, error_reason
 
 
 def test_every_result_records_its_duration():

@@ -284,7 +284,7 @@ def test_the_compiled_child_is_rebuilt_when_a_temp_cleaner_removed_it():
     import os
     import shutil
 
-    from tooluse.execution.sandbox_process import child_command
+    from tooluse.execution.sandbox.process import child_command
 
     assert run_python("print(1)", FAST).output == "1"
     compiled = child_command(None)[-1]

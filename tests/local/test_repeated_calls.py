@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tooluse.evals.bfcl_data import load_bfcl_category, tools_for_entry
+from tooluse.evals.bfcl.data import load_bfcl_category, tools_for_entry
 from tooluse.local.profiles import HERMES, SMOLLM2
 from tooluse.messages import ToolCall
 from tooluse.providers.base import SamplingParams

@@ -87,8 +87,6 @@ class BlockingBackend(ScriptedBackend):
         self.release.wait(20)
         return super().generate_with_tools(*args, **kwargs)
 
-    stream_with_tools = None  # type: ignore[assignment]
-
 
 def test_full_queue_gives_503_with_retry_after():
     backend = BlockingBackend(3)

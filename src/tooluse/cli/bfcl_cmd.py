@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -28,7 +28,7 @@ def _categories(values: list[str]) -> list[str]:
 def _load_entries(
     categories: list[str], data: Path | None, answers: Path | None, shipped: bool
 ) -> list[Any]:
-    from tooluse.evals.bfcl_data import (
+    from tooluse.evals.bfcl.data import (
         NO_ANSWER_CATEGORIES,
         category_of,
         load_bfcl_categories,
@@ -93,141 +93,212 @@ def _check_model(model: str, format: str | None) -> None:
 
             default_model_path()
         else:
-            from tooluse.evals.bfcl_job import load_backend
+            from tooluse.providers import load_model
 
-            load_backend(model)
+            load_model(model)
     except Exception as exc:  # a bad model string or a missing extra: say so, exit 2
         typer.echo(f"error: cannot load model {model!r}: {exc}", err=True)
         raise typer.Exit(2) from None
 
 
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _entries_or_exit(
+    category: list[str],
+    data: Path | None,
+    answers: Path | None,
+    shipped: bool,
+    sample: int | None,
+    seed: int,
+    limit: int | None,
+) -> list[Any]:
+    """The entries the options select; exit 2 on a bad file or option, or when none are left."""
+    from tooluse.evals.bfcl.data import select_entries
+
+    try:
+        entries = _load_entries(_categories(category), data, answers, shipped)
+        entries = select_entries(entries, sample=sample, seed=seed, limit=limit)
+    except (OSError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    if not entries:
+        raise _fail("no entries to run (an empty category or filter)")
+    return entries
+
+
+def _run_and_report(
+    entries: list[Any],
+    model: str,
+    options: Any,
+    out: Path | None,
+    output: Path | None,
+    engine_options: dict[str, Any],
+) -> None:
+    """Run the job (into ``out`` or a scratch directory), write ``--output``, print the table."""
+    from tooluse.evals.bfcl.job import run_bfcl_job
+    from tooluse.evals.engine import EngineError, read_results
+
+    with tempfile.TemporaryDirectory(prefix="tooluse-bfcl-") as scratch:
+        directory = out if out is not None else Path(scratch)
+        try:
+            summary = run_bfcl_job(entries, model, options, directory, **engine_options)
+        except EngineError as exc:
+            raise _fail(str(exc), 1) from None
+        if output is not None:
+            wanted = {e.id for e in entries}
+            rows = [r for k, r in read_results(directory / "results.jsonl").items() if k in wanted]
+            payload = {**summary, "entries": rows}
+            output.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    typer.echo(format_summary(summary))
+    if out is not None:
+        typer.echo(f"results in {out}/results.jsonl, summary in {out}/summary.json")
+    if output is not None:
+        typer.echo(f"report written to {output}")
+
+
+ModelOption = Annotated[
+    str,
+    typer.Option(
+        "--model", "-m", help="'local' (embedded model) or a model string like openai:gpt-4o."
+    ),
+]
+CategoryOption = Annotated[
+    list[str],
+    typer.Option(
+        "--category",
+        "-c",
+        help="BFCL v4 categories (comma-separated or repeated), e.g. simple_python,live_multiple; "
+        "without it, the shipped sample.",
+    ),
+]
+DataOption = Annotated[Path | None, typer.Option("--data", help="A BFCL prompt file (JSON Lines).")]
+AnswersOption = Annotated[
+    Path | None, typer.Option("--answers", help="The answer file for --data.")
+]
+ShippedOption = Annotated[
+    bool, typer.Option("--shipped", help="Use the shipped sample even with --category.")
+]
+SampleOption = Annotated[
+    int | None, typer.Option("--sample", min=1, help="A random sample of N entries per category.")
+]
+SeedOption = Annotated[int, typer.Option("--seed", help="Seed of --sample.")]
+LimitOption = Annotated[
+    int | None,
+    typer.Option("--limit", "-n", min=1, help="The first N entries per category (after --sample)."),
+]
+ToolChoiceOption = Annotated[str, typer.Option("--tool-choice", help="auto or required.")]
+ParallelOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--parallel/--no-parallel",
+        help="Allow parallel calls [default: only in parallel categories].",
+    ),
+]
+ConstrainedOption = Annotated[
+    bool,
+    typer.Option("--constrained/--no-constrained", help="Grammar-constrained calls (local model)."),
+]
+FormatOption = Annotated[
+    str | None,
+    typer.Option("--format", "-f", help="Text tool-call format for models without native calls."),
+]
+PromptStyleOption = Annotated[
+    str,
+    typer.Option("--prompt-style", help="native (tools as the backend takes them) or bfcl."),
+]
+MaxTokensOption = Annotated[int | None, typer.Option("--max-tokens", min=1)]
+TemperatureOption = Annotated[float, typer.Option("--temperature")]
+TopKOption = Annotated[
+    int | None,
+    typer.Option("--tools-top-k", min=1, help="Offer only the K most relevant tools (BM25)."),
+]
+FewShotOption = Annotated[
+    bool, typer.Option("--few-shot/--no-few-shot", help="Worked examples in the system prompt.")
+]
+OutOption = Annotated[
+    Path | None,
+    typer.Option("--out", help="Run directory: results.jsonl + summary.json; resumes."),
+]
+OutputOption = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Also write the summary and every record as one JSON."),
+]
+EngineOption = Annotated[str, typer.Option("--engine", help="local or ray.")]
+AddressOption = Annotated[str | None, typer.Option("--address", help="Ray cluster address.")]
+WorkersOption = Annotated[int | None, typer.Option("--workers", min=1, help="Ray workers.")]
+ConcurrencyOption = Annotated[
+    int, typer.Option("--concurrency", min=1, help="Local worker threads.")
+]
+ItemTimeoutOption = Annotated[
+    float | None,
+    typer.Option("--item-timeout", help="Seconds per entry before it is recorded as timed out."),
+]
+ProgressOption = Annotated[bool, typer.Option("--progress/--no-progress")]
+
+
+def bfcl_command(  # noqa: PLR0913 - one parameter per command-line option
+    model: ModelOption,
+    category: CategoryOption = [],  # noqa: B006 - typer's empty default, never mutated
+    data: DataOption = None,
+    answers: AnswersOption = None,
+    shipped: ShippedOption = False,
+    sample: SampleOption = None,
+    seed: SeedOption = 0,
+    limit: LimitOption = None,
+    tool_choice: ToolChoiceOption = "auto",
+    parallel: ParallelOption = None,
+    constrained: ConstrainedOption = True,
+    format: FormatOption = None,
+    prompt_style: PromptStyleOption = "native",
+    max_tokens: MaxTokensOption = None,
+    temperature: TemperatureOption = 0.0,
+    tools_top_k: TopKOption = None,
+    few_shot: FewShotOption = False,
+    out: OutOption = None,
+    output: OutputOption = None,
+    engine: EngineOption = "local",
+    address: AddressOption = None,
+    workers: WorkersOption = None,
+    concurrency: ConcurrencyOption = 1,
+    item_timeout: ItemTimeoutOption = None,
+    progress: ProgressOption = True,
+) -> None:
+    """Score a model on BFCL entries: accuracy per category, results as they happen."""
+    from tooluse.cli.shared import check_output_paths
+    from tooluse.evals.bfcl.scorer import BFCLOptions
+
+    if engine not in ("local", "ray"):
+        raise _fail(f"unknown engine {engine!r}; use local or ray")
+    try:
+        options = BFCLOptions(
+            tool_choice=tool_choice,  # type: ignore[arg-type]
+            parallel=parallel,
+            constrained=constrained,
+            format=format,
+            prompt_style=prompt_style,  # type: ignore[arg-type]
+            max_tokens=max_tokens,
+            temperature=temperature,
+            tools_top_k=tools_top_k,
+            few_shot=few_shot,
+        )
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    entries = _entries_or_exit(category, data, answers, shipped, sample, seed, limit)
+    check_output_paths(out, output)
+    _check_model(model, format)
+    engine_options = {
+        "engine": engine,
+        "concurrency": concurrency,
+        "workers": workers,
+        "ray_address": address,
+        "progress": progress,
+        "item_timeout": item_timeout,
+    }
+    _run_and_report(entries, model, options, out, output, engine_options)
+
+
 def register_bfcl_command(eval_app: typer.Typer) -> None:
     """Attach ``bfcl`` to the ``tooluse eval`` group."""
-
-    @eval_app.command("bfcl")
-    def bfcl_command(
-        model: str = typer.Option(
-            ...,
-            "--model",
-            "-m",
-            help="'local' (embedded model) or a model string like openai:gpt-4o.",
-        ),
-        category: list[str] = typer.Option(
-            [],
-            "--category",
-            "-c",
-            help="BFCL v4 categories (comma-separated or repeated), e.g. simple_python,live_multiple; "
-            "without it, the shipped sample.",
-        ),
-        data: Path | None = typer.Option(None, "--data", help="A BFCL prompt file (JSON Lines)."),
-        answers: Path | None = typer.Option(None, "--answers", help="The answer file for --data."),
-        shipped: bool = typer.Option(
-            False, "--shipped", help="Use the shipped sample even with --category."
-        ),
-        sample: int | None = typer.Option(
-            None, "--sample", min=1, help="A random sample of N entries per category."
-        ),
-        seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
-        limit: int | None = typer.Option(
-            None, "--limit", "-n", min=1, help="The first N entries per category (after --sample)."
-        ),
-        tool_choice: str = typer.Option("auto", "--tool-choice", help="auto or required."),
-        parallel: bool | None = typer.Option(
-            None,
-            "--parallel/--no-parallel",
-            help="Allow parallel calls [default: only in parallel categories].",
-        ),
-        constrained: bool = typer.Option(
-            True, "--constrained/--no-constrained", help="Grammar-constrained calls (local model)."
-        ),
-        format: str | None = typer.Option(
-            None, "--format", "-f", help="Text tool-call format for models without native calls."
-        ),
-        prompt_style: str = typer.Option(
-            "native", "--prompt-style", help="native (tools as the backend takes them) or bfcl."
-        ),
-        max_tokens: int | None = typer.Option(None, "--max-tokens", min=1),
-        temperature: float = typer.Option(0.0, "--temperature"),
-        tools_top_k: int | None = typer.Option(
-            None, "--tools-top-k", min=1, help="Offer only the K most relevant tools (BM25)."
-        ),
-        few_shot: bool = typer.Option(
-            False, "--few-shot/--no-few-shot", help="Worked examples in the system prompt."
-        ),
-        out: Path | None = typer.Option(
-            None, "--out", help="Run directory: results.jsonl + summary.json; resumes."
-        ),
-        output: Path | None = typer.Option(
-            None, "--output", "-o", help="Also write the summary and every record as one JSON."
-        ),
-        engine: str = typer.Option("local", "--engine", help="local or ray."),
-        address: str | None = typer.Option(None, "--address", help="Ray cluster address."),
-        workers: int | None = typer.Option(None, "--workers", min=1, help="Ray workers."),
-        concurrency: int = typer.Option(1, "--concurrency", min=1, help="Local worker threads."),
-        item_timeout: float | None = typer.Option(
-            None, "--item-timeout", help="Seconds per entry before it is recorded as timed out."
-        ),
-        progress: bool = typer.Option(True, "--progress/--no-progress"),
-    ) -> None:
-        """Score a model on BFCL entries: accuracy per category, results as they happen."""
-        from tooluse.evals.bfcl_data import select_entries
-        from tooluse.evals.bfcl_job import BFCLOptions, run_bfcl_job
-        from tooluse.evals.engine import EngineError
-
-        def fail(message: str, code: int = 2) -> typer.Exit:
-            typer.echo(f"error: {message}", err=True)
-            return typer.Exit(code)
-
-        if engine not in ("local", "ray"):
-            raise fail(f"unknown engine {engine!r}; use local or ray")
-        try:
-            options = BFCLOptions(
-                tool_choice=tool_choice,  # type: ignore[arg-type]
-                parallel=parallel,
-                constrained=constrained,
-                format=format,
-                prompt_style=prompt_style,  # type: ignore[arg-type]
-                max_tokens=max_tokens,
-                temperature=temperature,
-                tools_top_k=tools_top_k,
-                few_shot=few_shot,
-            )
-            entries = _load_entries(_categories(category), data, answers, shipped)
-            entries = select_entries(entries, sample=sample, seed=seed, limit=limit)
-        except (OSError, ValueError) as exc:
-            raise fail(str(exc)) from None
-        if not entries:
-            raise fail("no entries to run (an empty category or filter)")
-        from tooluse.cli.evals_cmd import check_output_paths
-
-        check_output_paths(out, output)
-        _check_model(model, format)
-        with tempfile.TemporaryDirectory(prefix="tooluse-bfcl-") as scratch:
-            try:
-                summary = run_bfcl_job(
-                    entries,
-                    model,
-                    options,
-                    out if out is not None else scratch,
-                    engine=engine,  # type: ignore[arg-type]
-                    concurrency=concurrency,
-                    workers=workers,
-                    ray_address=address,
-                    progress=progress,
-                    item_timeout=item_timeout,
-                )
-            except EngineError as exc:
-                raise fail(str(exc), 1) from None
-            records_path = Path(out if out is not None else scratch) / "results.jsonl"
-            if output is not None:
-                from tooluse.evals.engine import read_results
-
-                wanted = {e.id for e in entries}
-                rows = [r for k, r in read_results(records_path).items() if k in wanted]
-                payload = {**summary, "entries": rows}
-                output.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-        typer.echo(format_summary(summary))
-        if out is not None:
-            typer.echo(f"results in {out}/results.jsonl, summary in {out}/summary.json")
-        if output is not None:
-            typer.echo(f"report written to {output}")
+    eval_app.command("bfcl")(bfcl_command)

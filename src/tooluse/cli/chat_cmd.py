@@ -76,27 +76,58 @@ def _line_editing(history_file: Path | None) -> None:
         atexit.register(readline.write_history_file, history_file)
 
 
-def chat(
-    model: str = typer.Option(
-        "local", "--model", "-m", help="local, llama-cpp:PATH, openai:MODEL, anthropic:MODEL..."
-    ),
-    tools: Path = typer.Option(None, "--tools", "-t", help="A Python file with @tool functions."),
-    system: str = typer.Option(None, "--system", help="System prompt."),
-    max_tokens: int = typer.Option(256, help="Tokens per model turn."),
-    max_tool_iters: int = typer.Option(4, min=0, help="Tool rounds allowed per message."),
-    log: bool = typer.Option(True, "--log/--no-log", help="Record each turn in the run log."),
-) -> None:
-    """Chat in the terminal with a model that can call the tools of a Python file.
+def _read_message(interactive: bool, console: Any) -> str | None:
+    """The next message, or ``None`` to quit (end of input, Ctrl-C, an empty line, exit)."""
+    try:
+        line = input("you> ") if interactive else sys.stdin.readline()
+    except (EOFError, KeyboardInterrupt):
+        console.print()
+        return None
+    if not interactive and not line:
+        return None
+    text = line.strip()
+    return None if not text or text in ("exit", "quit") else text
 
-    Reads one message per line; an empty line, `exit`, Ctrl-D or Ctrl-C at the prompt quits.
-    Ctrl-C during an answer stops it.
-    """
-    from tooluse import ChatMessage, SamplingParams
-    from tooluse.cli.local_cmd import _console, load_backend, load_module, tools_of
+
+def _show_answer(console: Any, result: Any, printer: TurnPrinter) -> None:
+    """The final answer when streaming did not already show it, and why the turn stopped."""
+    reason = STOP_REASONS.get(result.stop_reason.value)
+    if result.final_text and result.final_text.strip() != printer.streamed.strip():
+        console.print("[bold magenta]assistant>[/] ", end="")
+        console.print(result.final_text, markup=False, highlight=False)
+    elif not result.final_text:
+        console.print(f"[yellow](no answer: {reason or 'the model said nothing'})[/]")
+        reason = None
+    if reason:
+        console.print(f"[yellow](stopped: {reason})[/]")
+
+
+def _turn(console: Any, history: list[Any], run_turn: Any) -> tuple[list[Any], bool | None]:
+    """One user message through the loop: the new history and whether the turn succeeded
+    (``None``: interrupted). A failed or interrupted turn leaves the history as it was."""
     from tooluse.errors import ToolUseError
-    from tooluse.loop import run
 
-    console = _console()
+    printer = TurnPrinter(console)
+    try:
+        result = run_turn(history, printer)
+    except KeyboardInterrupt:
+        printer.end_line()
+        console.print("[yellow]interrupted[/] (the message was dropped; Ctrl-C again quits)")
+        return history[:-1], None
+    except ToolUseError as exc:
+        printer.end_line()
+        console.print(f"[red]error:[/] {exc}", markup=True, highlight=False)
+        return history[:-1], False
+    printer.end_line()
+    _show_answer(console, result, printer)
+    return list(result.messages), True
+
+
+def _start(console: Any, model: str, tools: Path | None) -> tuple[Any, list[Any], bool]:
+    """Load the tools and the model, set up line editing: ``(backend, tools, interactive)``."""
+    from tooluse.cli.local_cmd import load_module, tools_of
+    from tooluse.cli.shared import load_backend
+
     tool_list = tools_of(load_module(tools)) if tools is not None else []
     if tools is not None and not tool_list:
         raise typer.BadParameter(f"{tools} defines no @tool functions", param_hint="--tools")
@@ -113,55 +144,49 @@ def chat(
         f"[dim]model {model}; tools: {names or 'none'}; "
         "empty line or Ctrl-D to quit, Ctrl-C stops an answer[/]"
     )
+    return backend, tool_list, interactive
+
+
+def chat(
+    model: str = typer.Option(
+        "local", "--model", "-m", help="local, llama-cpp:PATH, openai:MODEL, anthropic:MODEL..."
+    ),
+    tools: Path = typer.Option(None, "--tools", "-t", help="A Python file with @tool functions."),
+    system: str = typer.Option(None, "--system", help="System prompt."),
+    max_tokens: int = typer.Option(256, help="Tokens per model turn."),
+    max_tool_iters: int = typer.Option(4, min=0, help="Tool rounds allowed per message."),
+    log: bool = typer.Option(True, "--log/--no-log", help="Record each turn in the run log."),
+) -> None:
+    """Chat in the terminal with a model that can call the tools of a Python file.
+
+    Reads one message per line; an empty line, `exit`, Ctrl-D or Ctrl-C at the prompt quits.
+    Ctrl-C during an answer stops it.
+    """
+    from tooluse import ChatMessage, SamplingParams
+    from tooluse.cli.shared import console as make_console
+    from tooluse.loop import run
+
+    console = make_console()
+    backend, tool_list, interactive = _start(console, model, tools)
+
+    def run_turn(history: list[ChatMessage], printer: TurnPrinter) -> Any:
+        return run(
+            backend,
+            history,
+            tools=tool_list,
+            params=SamplingParams(max_tokens=max_tokens),
+            max_tool_iters=max_tool_iters,
+            stream=True,
+            on_event=printer,
+            log=log,
+        )
+
     history: list[ChatMessage] = [ChatMessage.system(system)] if system else []
     succeeded = failed = 0
-    while True:
-        try:
-            line = input("you> ") if interactive else sys.stdin.readline()
-        except (EOFError, KeyboardInterrupt):
-            console.print()
-            break
-        if not interactive and not line:
-            break
-        text = line.strip()
-        if not text or text in ("exit", "quit"):
-            break
-        history.append(ChatMessage.user(text))
-        printer = TurnPrinter(console)
-        try:
-            result = run(
-                backend,
-                history,
-                tools=tool_list,
-                params=SamplingParams(max_tokens=max_tokens),
-                max_tool_iters=max_tool_iters,
-                stream=True,
-                on_event=printer,
-                log=log,
-            )
-        except KeyboardInterrupt:
-            printer.end_line()
-            console.print("[yellow]interrupted[/] (the message was dropped; Ctrl-C again quits)")
-            history.pop()
-            continue
-        except ToolUseError as exc:
-            printer.end_line()
-            console.print(f"[red]error:[/] {exc}", markup=True, highlight=False)
-            history.pop()
-            failed += 1
-            continue
-        printer.end_line()
-        history = list(result.messages)
-        reason = STOP_REASONS.get(result.stop_reason.value)
-        if result.final_text and result.final_text.strip() != printer.streamed.strip():
-            console.print("[bold magenta]assistant>[/] ", end="")
-            console.print(result.final_text, markup=False, highlight=False)
-        elif not result.final_text:
-            console.print(f"[yellow](no answer: {reason or 'the model said nothing'})[/]")
-            reason = None
-        if reason:
-            console.print(f"[yellow](stopped: {reason})[/]")
-        succeeded += 1
+    while (text := _read_message(interactive, console)) is not None:
+        history, ok = _turn(console, [*history, ChatMessage.user(text)], run_turn)
+        succeeded += ok is True
+        failed += ok is False
     if failed and not succeeded:
         console.print(f"[red]every turn failed ({failed})[/]")
         raise typer.Exit(1)

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -31,117 +33,180 @@ def default_system_prompt(environment: str) -> str:
     return BFCL_PROMPT if environment.startswith("bfcl:") else MATH_PROMPT
 
 
-def register_env_command(eval_app: typer.Typer) -> None:
-    """Attach ``env`` to the ``eval`` group."""
+NameArgument = Annotated[
+    str | None,
+    typer.Argument(help="Environment: math:arithmetic, math:gsm8k, bfcl:multi_turn_base, ..."),
+]
+ModelOption = Annotated[
+    str, typer.Option("--model", "-m", help="'local' (embedded model) or a model string.")
+]
+EnvOption = Annotated[str, typer.Option("--env", "-e", help="Same as NAME.")]
+LimitOption = Annotated[
+    int | None, typer.Option("--limit", "-n", min=1, help="At most this many tasks.")
+]
+SamplesOption = Annotated[
+    int, typer.Option("--samples", "-k", min=1, help="Trajectories per task.")
+]
+EngineOption = Annotated[str, typer.Option("--engine", help="local (threads) or ray.")]
+ConcurrencyOption = Annotated[int, typer.Option("--concurrency", "-j", min=1, help="Workers.")]
+OutOption = Annotated[
+    Path | None,
+    typer.Option("--out", help="Directory for trajectories.jsonl and summary.json (resumable)."),
+]
+OutputOption = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Also write this run's trajectories to this JSONL file."),
+]
+DataOption = Annotated[Path | None, typer.Option("--data", help="Data file (math:gsm8k).")]
+NoPythonOption = Annotated[bool, typer.Option("--no-python", help="Offer only submit_answer.")]
+FormatOption = Annotated[
+    str | None,
+    typer.Option("--format", "-f", help="Text tool-call format for models without native calls."),
+]
+MaxTurnsOption = Annotated[
+    int | None, typer.Option("--max-turns", min=1, help="Tool rounds per user turn.")
+]
+MaxTokensOption = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Per reply.")]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
-    @eval_app.command("env")
-    def env_command(
-        name: str | None = typer.Argument(
-            None, help="Environment: math:arithmetic, math:gsm8k, bfcl:multi_turn_base, ..."
-        ),
-        model: str = typer.Option(
-            ..., "--model", "-m", help="'local' (embedded model) or a model string."
-        ),
-        env: str = typer.Option("math:arithmetic", "--env", "-e", help="Same as NAME."),
-        limit: int | None = typer.Option(
-            None, "--limit", "-n", min=1, help="At most this many tasks."
-        ),
-        samples: int = typer.Option(1, "--samples", "-k", min=1, help="Trajectories per task."),
-        engine: str = typer.Option("local", "--engine", help="local (threads) or ray."),
-        concurrency: int = typer.Option(1, "--concurrency", "-j", min=1, help="Workers."),
-        out: Path | None = typer.Option(
-            None, "--out", help="Directory for trajectories.jsonl and summary.json (resumable)."
-        ),
-        output: Path | None = typer.Option(
-            None, "--output", "-o", help="Also write this run's trajectories to this JSONL file."
-        ),
-        data: Path | None = typer.Option(None, "--data", help="Data file (math:gsm8k)."),
-        no_python: bool = typer.Option(False, "--no-python", help="Offer only submit_answer."),
-        format: str | None = typer.Option(
-            None, "--format", "-f", help="Text tool-call format for models without native calls."
-        ),
-        max_turns: int | None = typer.Option(
-            None, "--max-turns", min=1, help="Tool rounds per user turn."
-        ),
-        max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="Per reply."),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
-    ) -> None:
-        """Run a model on a tool environment's tasks; print the summary table."""
-        from tooluse.cli.evals_cmd import load_model_and_parser
-        from tooluse.envs import RunnerSpec, TrajectoryRunner, environment_registry
-        from tooluse.envs.evaluation import format_summary, runner_from_spec
-        from tooluse.evals.engine import EngineError
+
+@dataclass(frozen=True, kw_only=True)
+class _EnvRun:
+    """What the command line asks for, once the environment is known."""
+
+    env_name: str
+    model: str
+    format: str | None
+    environment_options: dict[str, Any]
+    tool_types: tuple[str, ...]
+    max_tokens: int | None
+    max_turns: int | None
+
+    @property
+    def system_prompt(self) -> str:
+        return default_system_prompt(self.env_name)
+
+    def runner(self, environment: Any) -> Any:
+        """The runner of this process (loads the model; exit 2 when it cannot)."""
+        from tooluse.cli.shared import load_model_and_parser
+        from tooluse.envs import TrajectoryRunner
         from tooluse.providers.base import SamplingParams
 
-        env_name = name or env
-        if engine not in ("local", "ray"):
-            typer.echo(f"error: unknown engine {engine!r}; use local or ray", err=True)
-            raise typer.Exit(2)
-        options: dict[str, Any] = {"data_path": str(data)} if data is not None else {}
-        tool_types = () if no_python else ("python",)
-        try:
-            environment = environment_registry.get(name=env_name, tool_types=tool_types, **options)
-        except (KeyError, ValueError, ImportError) as exc:
-            typer.echo(f"error: {exc.args[0]}", err=True)
-            raise typer.Exit(2) from None
-        from tooluse.cli.evals_cmd import check_output_paths
-
-        check_output_paths(out, output)
-        backend, parser = load_model_and_parser(model, format)
-        system_prompt = default_system_prompt(env_name)
-        runner = TrajectoryRunner(
+        backend, parser = load_model_and_parser(self.model, self.format)
+        return TrajectoryRunner(
             environment=environment,
             backend=backend,
-            sampling_params=SamplingParams(temperature=0.0, max_tokens=max_tokens),
-            system_prompt=system_prompt,
+            sampling_params=SamplingParams(temperature=0.0, max_tokens=self.max_tokens),
+            system_prompt=self.system_prompt,
             tool_call_parser=parser,
-            max_turns=max_turns,
+            max_turns=self.max_turns,
         )
-        make_runner = None
-        if engine == "ray":
-            from functools import partial
 
-            make_runner = partial(
-                runner_from_spec,
-                RunnerSpec(
-                    environment=env_name,
-                    model=model,
-                    environment_options=options,
-                    tool_types=tool_types,
-                    tool_call_parser=format,
-                    system_prompt=system_prompt,
-                    max_tokens=max_tokens,
-                    max_turns=max_turns,
-                ),
+    def make_runner(self) -> Any:
+        """A picklable factory building the same runner inside each Ray worker."""
+        from tooluse.envs import RunnerSpec, runner_from_spec
+
+        return partial(
+            runner_from_spec,
+            RunnerSpec(
+                environment=self.env_name,
+                model=self.model,
+                environment_options=self.environment_options,
+                tool_types=self.tool_types,
+                tool_call_parser=self.format,
+                system_prompt=self.system_prompt,
+                max_tokens=self.max_tokens,
+                max_turns=self.max_turns,
+            ),
+        )
+
+
+def _environment_or_exit(plan: _EnvRun) -> Any:
+    from tooluse.envs import environment_registry
+
+    try:
+        return environment_registry.get(
+            name=plan.env_name, tool_types=plan.tool_types, **plan.environment_options
+        )
+    except (KeyError, ValueError, ImportError) as exc:
+        typer.echo(f"error: {exc.args[0]}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _print_result(result: Any, env_name: str, directory: Path, output: Path | None) -> None:
+    from tooluse.evals.evaluation import format_summary
+
+    ok = [r for r in result.records if not r.get("error")]
+    solved = sum(bool(r["success"]) for r in ok)
+    for record in result.records:
+        if record.get("error"):
+            typer.echo(f"ERROR {record['key']}: {record['error']}", err=True)
+    typer.echo(format_summary(result.summary))
+    rate = solved / len(ok) if ok else 0.0
+    typer.echo(f"{env_name}: solved {solved}/{len(ok)} ({rate:.1%})")
+    typer.echo(f"trajectories and summary in {directory}")
+    if output is not None:
+        with output.open("w", encoding="utf-8") as handle:
+            for record in result.records:
+                handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        typer.echo(f"trajectories written to {output}")
+
+
+def env_command(  # noqa: PLR0913 - one parameter per command-line option
+    name: NameArgument = None,
+    model: ModelOption = ...,  # type: ignore[assignment]
+    env: EnvOption = "math:arithmetic",
+    limit: LimitOption = None,
+    samples: SamplesOption = 1,
+    engine: EngineOption = "local",
+    concurrency: ConcurrencyOption = 1,
+    out: OutOption = None,
+    output: OutputOption = None,
+    data: DataOption = None,
+    no_python: NoPythonOption = False,
+    format: FormatOption = None,
+    max_turns: MaxTurnsOption = None,
+    max_tokens: MaxTokensOption = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Run a model on a tool environment's tasks; print the summary table."""
+    from tooluse.cli.shared import check_output_paths
+    from tooluse.evals.engine import EngineError
+
+    if engine not in ("local", "ray"):
+        typer.echo(f"error: unknown engine {engine!r}; use local or ray", err=True)
+        raise typer.Exit(2)
+    plan = _EnvRun(
+        env_name=name or env,
+        model=model,
+        format=format,
+        environment_options={"data_path": str(data)} if data is not None else {},
+        tool_types=() if no_python else ("python",),
+        max_tokens=max_tokens,
+        max_turns=max_turns,
+    )
+    environment = _environment_or_exit(plan)
+    check_output_paths(out, output)
+    runner = plan.runner(environment)
+    count = len(environment) if limit is None else min(limit, len(environment))
+    directory = out if out is not None else Path(tempfile.mkdtemp(prefix="tooluse-eval-"))
+    try:
+        with environment:
+            result = runner.run_evaluation(
+                range(count),
+                out=directory,
+                samples_per_task=samples,
+                concurrency=concurrency,
+                engine=engine,
+                make_runner=plan.make_runner() if engine == "ray" else None,
+                progress=not quiet,
             )
-        count = len(environment) if limit is None else min(limit, len(environment))
-        directory = out if out is not None else Path(tempfile.mkdtemp(prefix="tooluse-eval-"))
-        try:
-            with environment:
-                result = runner.run_evaluation(
-                    range(count),
-                    out=directory,
-                    samples_per_task=samples,
-                    concurrency=concurrency,
-                    engine=engine,  # type: ignore[arg-type]
-                    make_runner=make_runner,
-                    progress=not quiet,
-                )
-        except (EngineError, ImportError, ValueError) as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(1) from None
-        summary = result.summary
-        ok = [r for r in result.records if not r.get("error")]
-        solved = sum(bool(r["success"]) for r in ok)
-        for record in result.records:
-            if record.get("error"):
-                typer.echo(f"ERROR {record['key']}: {record['error']}", err=True)
-        typer.echo(format_summary(summary))
-        rate = solved / len(ok) if ok else 0.0
-        typer.echo(f"{env_name}: solved {solved}/{len(ok)} ({rate:.1%})")
-        typer.echo(f"trajectories and summary in {directory}")
-        if output is not None:
-            with output.open("w", encoding="utf-8") as handle:
-                for record in result.records:
-                    handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-            typer.echo(f"trajectories written to {output}")
+    except (EngineError, ImportError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    _print_result(result, plan.env_name, directory, output)
+
+
+def register_env_command(eval_app: typer.Typer) -> None:
+    """Attach ``env`` to the ``eval`` group."""
+    eval_app.command("env")(env_command)

@@ -7,13 +7,14 @@ import inspect
 import json
 import re
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import typer
+
+from tooluse.cli.shared import console as _console
+from tooluse.cli.shared import load_backend
 
 #: The demo's questions and what a right answer contains (``None``: the number the tool gave).
 DEMO_QUESTIONS: dict[str, str | None] = {
@@ -22,36 +23,6 @@ DEMO_QUESTIONS: dict[str, str | None] = {
     "What is the capital of France?": "Paris",
 }
 SCHEMA_FORMATS = ("openai", "openai-responses", "anthropic", "gemini", "bedrock", "mcp")
-
-
-def _console() -> Any:
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=True)
-
-
-@contextmanager
-def _loading(console: Any, what: str) -> Iterator[None]:
-    """A spinner while a model loads (only on a terminal)."""
-    if console.is_terminal:
-        with console.status(f"loading {what}..."):
-            yield
-    else:
-        yield
-
-
-def load_backend(spec: str, console: Any) -> Any:
-    """A backend from ``local``, ``llama-cpp:PATH`` or any ``load_model`` string."""
-    from tooluse.errors import MissingDependencyError, ToolUseError
-    from tooluse.providers.model_registry import load_model
-
-    try:
-        with _loading(console, spec):
-            return load_model(spec)
-    except MissingDependencyError:
-        raise  # one line naming the extra, from main()
-    except (ToolUseError, ValueError) as exc:
-        raise typer.BadParameter(str(exc), param_hint="--model") from exc
 
 
 def load_module(path: Path) -> ModuleType:

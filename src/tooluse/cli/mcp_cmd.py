@@ -89,7 +89,7 @@ def list_command(
 ) -> None:
     """List the tools an MCP server offers."""
     from tooluse.errors import MCPError
-    from tooluse.execution.mcp_sync import SyncMCPToolExecutor
+    from tooluse.execution.mcp.sync import SyncMCPToolExecutor
 
     server_config = _config(server, url, config, timeout)
     try:
@@ -151,7 +151,7 @@ def call_command(
 ) -> None:
     """Call one tool of an MCP server and print its result (exit code 1 when it failed)."""
     from tooluse.errors import MCPError
-    from tooluse.execution.mcp_sync import SyncMCPToolExecutor
+    from tooluse.execution.mcp.sync import SyncMCPToolExecutor
     from tooluse.messages import ToolCall
 
     try:
@@ -200,7 +200,7 @@ def serve_command(
     public functions.
     """
     from tooluse.errors import ToolDefinitionError
-    from tooluse.execution.mcp_server import MCPToolServer, load_module_tools
+    from tooluse.execution.mcp.server import MCPToolServer, load_module_tools
 
     if not 0 < port < 65536:
         raise _fail(f"--port must be between 1 and 65535, got {port}", 2)

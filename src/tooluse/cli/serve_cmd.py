@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
             import uvicorn
         except ImportError as exc:  # main() prints it as one line naming the extra
             raise MissingDependencyError("uvicorn", "serve") from exc
-        from tooluse.cli.evals_cmd import load_model_and_parser
+        from tooluse.cli.shared import load_model_and_parser
         from tooluse.serve import ServedModel, TextToolsBackend, create_app
 
         backend, parser = load_model_and_parser(model, format)

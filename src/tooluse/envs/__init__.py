@@ -8,9 +8,11 @@
 
 Environments: ``math:arithmetic`` (built-in problems), ``math:gsm8k`` / ``math:GSM8K``
 (a local GSM8K JSONL file), ``bfcl:multi_turn_base`` / ``_miss_func`` / ``_miss_param`` /
-``_long_context`` (BFCL's executable multi-turn worlds; needs ``bfcl-eval``).
+``_long_context`` (BFCL's executable multi-turn worlds, in :mod:`tooluse.evals.bfcl`; needs
+``bfcl-eval``).
 ``TrajectoryRunner.run_evaluation`` plays many trajectories on the run engine
-(:mod:`tooluse.envs.evaluation`); :mod:`tooluse.envs.export` turns them into training data.
+(:mod:`tooluse.evals.evaluation`, with pass@k and the reward figures);
+:mod:`tooluse.envs.export` turns them into training data.
 
 ``ToolCall`` and ``ToolResult`` are re-exported here so that environment code needs one import.
 """
@@ -27,20 +29,9 @@ from tooluse.envs.base import (
     ToolEnvironment,
     submit_answer_tool,
 )
-from tooluse.envs.bfcl_multi_turn import BFCLMultiTurnEnvironment
-from tooluse.envs.evaluation import (
-    EvaluationResult,
-    RunnerSpec,
-    format_summary,
-    pass_at_k,
-    runner_from_spec,
-    summarize,
-)
 from tooluse.envs.gsm8k import GSM8KEnvironment, load_gsm8k
 from tooluse.envs.registry import EnvironmentRegistry, environment_registry
 from tooluse.envs.rewards import (
-    BFCLResponseReward,
-    BFCLStateReward,
     CorrectnessReward,
     NumericCorrectnessReward,
     Reward,
@@ -52,6 +43,7 @@ from tooluse.envs.rewards import (
     ToolValidityReward,
     parse_number,
 )
+from tooluse.envs.runner_spec import RunnerSpec, runner_from_spec
 from tooluse.envs.trajectory import (
     Trajectory,
     TrajectoryRunner,
@@ -64,13 +56,9 @@ __all__ = [
     "ARITHMETIC_TASKS",
     "Action",
     "ArithmeticEnvironment",
-    "BFCLMultiTurnEnvironment",
-    "BFCLResponseReward",
-    "BFCLStateReward",
     "CorrectnessReward",
     "EnvState",
     "EnvironmentRegistry",
-    "EvaluationResult",
     "GSM8KEnvironment",
     "NumericCorrectnessReward",
     "Observation",
@@ -91,12 +79,9 @@ __all__ = [
     "TrajectoryRunner",
     "TrajectoryStep",
     "environment_registry",
-    "format_summary",
     "load_gsm8k",
     "parse_number",
-    "pass_at_k",
     "runner_from_spec",
-    "summarize",
     "submit_answer_tool",
     "write_trajectories",
 ]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tooluse.envs.arithmetic import ArithmeticEnvironment
 from tooluse.envs.base import ToolEnvironment
 
-__all__ = ["EnvironmentFactory", "EnvironmentRegistry", "environment_registry"]
+__all__ = ["EnvironmentFactory", "EnvironmentRegistry", "LazyFactory", "environment_registry"]
 
 #: Builds an environment from ``tool_types`` and keyword options.
 EnvironmentFactory = Callable[..., ToolEnvironment]
@@ -58,13 +60,19 @@ class EnvironmentRegistry:
         return factory(tool_types=tuple(tool_types), **options)
 
 
-def _bfcl_factory(category: str) -> EnvironmentFactory:
-    def build(**options: Any) -> ToolEnvironment:
-        from tooluse.envs.bfcl_multi_turn import BFCLMultiTurnEnvironment
+@dataclass(frozen=True)
+class LazyFactory:
+    """A factory named by module path, imported on first use: ``"package.module:Class"``,
+    called with ``args`` first. Lets a package above envs (BFCL's environments live in
+    :mod:`tooluse.evals.bfcl`) offer environments here without envs importing it."""
 
-        return BFCLMultiTurnEnvironment(category, **options)
+    target: str
+    args: tuple[Any, ...] = ()
 
-    return build
+    def __call__(self, **options: Any) -> ToolEnvironment:
+        module_name, _, attribute = self.target.partition(":")
+        factory = getattr(importlib.import_module(module_name), attribute)
+        return factory(*self.args, **options)
 
 
 def _gsm8k(**options: Any) -> ToolEnvironment:
@@ -84,4 +92,7 @@ for _category in (
     "multi_turn_miss_param",
     "multi_turn_long_context",
 ):
-    environment_registry.register(f"bfcl:{_category}", _bfcl_factory(_category))
+    environment_registry.register(
+        f"bfcl:{_category}",
+        LazyFactory("tooluse.evals.bfcl.multi_turn:BFCLMultiTurnEnvironment", (_category,)),
+    )

@@ -5,10 +5,6 @@ reward                     type     value
 =========================  =======  =========================================================
 CorrectnessReward          outcome  1 if the environment judged the final answer right, else 0
 NumericCorrectnessReward   outcome  1 if ``|got - want| <= tol * max(1, |want|)`` (GSM8K), else 0
-BFCLStateReward            outcome  per checked BFCL turn: 1 if every instance's state matches
-                                    the ground-truth world's, else 0
-BFCLResponseReward         outcome  per checked BFCL turn: 1 if the turn's ground-truth results
-                                    are all among the model's results so far, else 0
 ToolValidityReward         step     successful calls / calls of the step (1 if no calls)
 ToolEfficiencyReward       step     ``max(0, 1 - p_excess * excess - p_dup * duplicates)``
 =========================  =======  =========================================================
@@ -17,7 +13,8 @@ Each reward looks at one step (:class:`StepContext`) and gives a :class:`RewardS
 step's signals form a :class:`SignalBundle` whose ``total`` is the weighted sum. A reward with
 ``_weight=0.0`` still appears in the bundle but adds nothing (monitoring only); tool
 environments attach :class:`ToolValidityReward` and :class:`ToolEfficiencyReward` that way
-unless they are given explicitly.
+unless they are given explicitly. BFCL's per-turn state and response rewards live with its
+environment, in :mod:`tooluse.evals.bfcl.rewards`.
 """
 
 from __future__ import annotations
@@ -32,8 +29,6 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from tooluse.messages import ToolCall, ToolResult
 
 __all__ = [
-    "BFCLResponseReward",
-    "BFCLStateReward",
     "CorrectnessReward",
     "NumericCorrectnessReward",
     "Reward",
@@ -265,45 +260,6 @@ class NumericCorrectnessReward(WeightedReward):
         got, want = parse_number(context.answer), parse_number(context.reference)
         value = 1.0 if numbers_match(got, want, self.tolerance) else 0.0
         return self.signal(value, {"answer": got, "reference": want})
-
-
-@dataclass(frozen=True, kw_only=True)
-class BFCLStateReward(WeightedReward):
-    """BFCL's state check for one user turn: 1.0 when, after the turn, every public attribute of
-    every class instance equals the ground-truth world's (and the model acted), else 0.0.
-
-    Emitted at the end of each turn whose ground truth is not empty, so the mean over a
-    trajectory is the share of checked turns whose state matched.
-    """
-
-    name: str = "bfcl_state"
-    reward_type: ClassVar[RewardType] = RewardType.OUTCOME
-
-    def compute(self, context: StepContext) -> RewardSignal | None:
-        check = context.info.get("turn_check")
-        if check is None or not check.checked:
-            return None
-        value = 1.0 if check.acted and check.state_valid else 0.0
-        return self.signal(value, {"turn": check.turn, "error_type": check.error_type})
-
-
-@dataclass(frozen=True, kw_only=True)
-class BFCLResponseReward(WeightedReward):
-    """BFCL's response check for one user turn: 1.0 when every ground-truth result of the turn
-    is among the model's results so far (a multiset, any order), and the model acted; else 0.0.
-
-    Emitted like :class:`BFCLStateReward`.
-    """
-
-    name: str = "bfcl_response"
-    reward_type: ClassVar[RewardType] = RewardType.OUTCOME
-
-    def compute(self, context: StepContext) -> RewardSignal | None:
-        check = context.info.get("turn_check")
-        if check is None or not check.checked:
-            return None
-        value = 1.0 if check.acted and check.response_valid else 0.0
-        return self.signal(value, {"turn": check.turn, "error_type": check.error_type})
 
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?|-?\.\d+")

@@ -20,6 +20,7 @@ A final text reply without calls is graded as the answer.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -31,11 +32,11 @@ from tooluse.execution.base import AbstractToolExecutor, CancellationToken
 from tooluse.loop import build_setup, drive_async, drive_sync, initial_history
 from tooluse.loop_core import LoopSetup, ModelTurnFinished, RunFinished, RunResult, StopReason
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage
-from tooluse.providers.base import SamplingParams
+from tooluse.providers.base import Backend, SamplingParams
 from tooluse.tools.definition import ToolDefinition
 
 if TYPE_CHECKING:
-    from tooluse.envs.evaluation import EvaluationResult
+    from tooluse.evals.evaluation import EvaluationResult
 
 __all__ = [
     "Trajectory",
@@ -255,7 +256,7 @@ class TrajectoryRunner:
         self,
         *,
         environment: ToolEnvironment,
-        backend: Any,
+        backend: Backend,
         sampling_params: SamplingParams | None = None,
         system_prompt: str | None = None,
         tool_call_parser: Any = None,
@@ -320,9 +321,12 @@ class TrajectoryRunner:
     ) -> EvaluationResult:
         """Play ``samples_per_task`` trajectories per task on the run engine into ``out``:
         JSONL written as they finish, resume after a kill, ``summary.json`` with pass@k and
-        the mean reward per reward name and type (see :mod:`tooluse.envs.evaluation`)."""
-        from tooluse.envs.evaluation import run_evaluation
+        the mean reward per reward name and type (see :mod:`tooluse.evals.evaluation`).
 
+        A convenience for :func:`tooluse.evals.evaluation.run_evaluation`, which is resolved
+        by name when called: evals builds on envs, so envs never imports evals.
+        """
+        run_evaluation = importlib.import_module("tooluse.evals.evaluation").run_evaluation
         return run_evaluation(
             self,
             out=out,

@@ -9,43 +9,50 @@
     from tooluse.evals import load_sample, run_bfcl                      # in-memory, small
     print(run_bfcl(backend, load_sample()).format_table())
 
-The engine (:mod:`tooluse.evals.engine`) runs any items locally or on Ray, with resume.
+BFCL lives in :mod:`tooluse.evals.bfcl`. The engine (:mod:`tooluse.evals.engine`) runs any
+items locally or on Ray, with resume; :mod:`tooluse.evals.evaluation` plays environment
+trajectories on it and sums them up (pass@k, rewards per name and type).
 """
 
 from __future__ import annotations
 
-from tooluse.evals.bfcl_checker import (
+from tooluse.evals.bfcl import (
+    BFCL_CATEGORIES,
+    SAMPLE_CATEGORIES,
+    BFCLEntry,
+    BFCLOptions,
+    BFCLReport,
+    CategoryScore,
     CheckResult,
+    EntryOutcome,
     check_entry,
     check_irrelevance,
     check_multiple,
     check_parallel,
     check_relevance,
     check_simple,
-    standardize_string,
-)
-from tooluse.evals.bfcl_data import (
-    BFCL_CATEGORIES,
-    SAMPLE_CATEGORIES,
-    BFCLEntry,
+    decode_calls,
+    decode_python_calls,
     load_bfcl_categories,
     load_bfcl_category,
     load_bfcl_entries,
     load_sample,
+    run_bfcl,
+    run_bfcl_job,
+    score_entry,
     select_entries,
+    standardize_string,
     tool_from_bfcl_function,
     tools_for_entry,
 )
-from tooluse.evals.bfcl_job import BFCLOptions, decode_python_calls, run_bfcl_job
-from tooluse.evals.bfcl_runner import (
-    BFCLReport,
-    CategoryScore,
-    EntryOutcome,
-    decode_calls,
-    run_bfcl,
-    score_entry,
+from tooluse.evals.engine import EngineError, EngineOptions, EngineRun, WorkItem, run_items
+from tooluse.evals.evaluation import (
+    EvaluationResult,
+    format_summary,
+    pass_at_k,
+    run_evaluation,
+    summarize,
 )
-from tooluse.evals.engine import EngineError, EngineRun, WorkItem, run_items
 
 __all__ = [
     "BFCL_CATEGORIES",
@@ -56,8 +63,10 @@ __all__ = [
     "CategoryScore",
     "CheckResult",
     "EngineError",
+    "EngineOptions",
     "EngineRun",
     "EntryOutcome",
+    "EvaluationResult",
     "WorkItem",
     "check_entry",
     "check_irrelevance",
@@ -67,16 +76,20 @@ __all__ = [
     "check_simple",
     "decode_calls",
     "decode_python_calls",
+    "format_summary",
     "load_bfcl_categories",
     "load_bfcl_category",
     "load_bfcl_entries",
     "load_sample",
+    "pass_at_k",
     "run_bfcl",
     "run_bfcl_job",
+    "run_evaluation",
     "run_items",
     "score_entry",
     "select_entries",
     "standardize_string",
+    "summarize",
     "tool_from_bfcl_function",
     "tools_for_entry",
 ]

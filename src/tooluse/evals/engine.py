@@ -24,8 +24,7 @@ worker per actor, and writes the same file; an actor that dies has its items ret
 
 from __future__ import annotations
 
-import json
-import os
+import dataclasses
 import queue
 import threading
 import time
@@ -34,10 +33,23 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
+
+from tooluse.evals.engine_ray import run_on_ray
+from tooluse.evals.engine_types import (
+    EngineError,
+    EngineRun,
+    Worker,
+    WorkerFactory,
+    WorkItem,
+    call_worker,
+    error_record,
+)
+from tooluse.evals.results import ResultsFile, read_results, repair_results
 
 __all__ = [
     "EngineError",
+    "EngineOptions",
     "EngineRun",
     "ResultsFile",
     "WorkItem",
@@ -45,131 +57,9 @@ __all__ = [
     "WorkerFactory",
     "error_record",
     "read_results",
+    "repair_results",
     "run_items",
 ]
-
-
-@dataclass(frozen=True, kw_only=True)
-class WorkItem:
-    """One unit of work: ``key`` is unique and stable across runs (the resume key)."""
-
-    key: str
-    payload: Any
-
-
-#: A worker: one JSON-able record per item.
-Worker = Callable[[WorkItem], dict[str, Any]]
-#: A picklable zero-argument callable, called once per worker (thread or Ray actor).
-WorkerFactory = Callable[[], Worker]
-
-
-class EngineError(RuntimeError):
-    """A run cannot start or go on (a corrupt results file, duplicate keys, a bad option)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class EngineRun:
-    """The outcome of :func:`run_items`.
-
-    ``records`` are all records in the file for the given items (resumed ones included) in
-    item order; ``ran`` items were run now, ``skipped`` were already done, ``failed`` have an
-    ``"error"``. ``items_per_minute`` counts only the items run now.
-    """
-
-    records: tuple[dict[str, Any], ...]
-    ran: int
-    skipped: int
-    failed: int
-    seconds: float
-    items_per_minute: float
-
-
-def error_record(exc: BaseException | None, kind: str, message: str = "") -> dict[str, Any]:
-    """The record of an item that did not produce one: ``error`` (type and message) and
-    ``error_kind`` (``exception``, ``timeout``, ``worker_lost`` or ``worker_start``)."""
-    if exc is not None:
-        text = f"{type(exc).__name__}: {exc}"
-    else:
-        text = message
-    return {"error": text, "error_kind": kind}
-
-
-def call_worker(worker: Worker, item: WorkItem) -> dict[str, Any]:
-    """Run one item; an exception or a non-dict result becomes an error record."""
-    try:
-        record = worker(item)
-    except Exception as exc:  # one failing item must not stop the run
-        return error_record(exc, "exception")
-    if not isinstance(record, dict):
-        return error_record(None, "exception", f"worker returned {type(record).__name__}, not dict")
-    return record
-
-
-# -- the results file --------------------------------------------------------------------------
-
-
-def read_results(path: str | Path, *, repair: bool = False) -> dict[str, dict[str, Any]]:
-    """The records in a results file by key (a later line for a key wins).
-
-    A last line without its newline is a write cut short: it is ignored, and with ``repair``
-    cut off the file so its item is redone. Any other line that is not a JSON object with a
-    ``"key"`` raises :class:`EngineError` naming the file and line.
-    """
-    target = Path(path)
-    if not target.exists():
-        return {}
-    data = target.read_bytes()
-    complete_end = data.rfind(b"\n") + 1  # everything after the last newline is a cut write
-    if repair and complete_end < len(data):
-        with target.open("r+b") as handle:
-            handle.truncate(complete_end)
-    records: dict[str, dict[str, Any]] = {}
-    for number, raw in enumerate(data[:complete_end].split(b"\n")[:-1], start=1):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise EngineError(
-                f"{target} line {number} is corrupt ({exc}); fix or remove that line to resume"
-            ) from None
-        if not isinstance(row, dict) or not isinstance(row.get("key"), str):
-            raise EngineError(f"{target} line {number} is not a record with a string 'key'")
-        records[row["key"]] = row
-    return records
-
-
-class ResultsFile:
-    """Appends one record per line and flushes it (and fsyncs it when asked)."""
-
-    def __init__(self, path: str | Path, *, fsync: bool = True) -> None:
-        self.path = Path(path)
-        self.fsync = fsync
-        self._lock = threading.Lock()
-        self._handle: IO[str] | None = None
-
-    def __enter__(self) -> ResultsFile:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = self.path.open("a", encoding="utf-8")
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
-
-    def append(self, key: str, record: dict[str, Any]) -> dict[str, Any]:
-        """Write ``{"key": key, **record}`` as one line; returns the written row."""
-        row = {"key": key, **{k: v for k, v in record.items() if k != "key"}}
-        line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
-        with self._lock:
-            if self._handle is None:
-                raise EngineError("the results file is not open")
-            self._handle.write(line)
-            self._handle.flush()
-            if self.fsync:
-                os.fsync(self._handle.fileno())
-        return row
 
 
 # -- progress ----------------------------------------------------------------------------------
@@ -343,64 +233,116 @@ def _timer() -> Iterator[list[float]]:
         box[0] = time.perf_counter() - started
 
 
+@dataclass(frozen=True, kw_only=True)
+class EngineOptions:
+    """How :func:`run_items` runs its items (every field is also a keyword of ``run_items``).
+
+    ``engine="local"`` uses ``concurrency`` threads, each with its own worker; ``engine="ray"``
+    uses ``workers`` actors (default ``concurrency``) on the cluster at ``ray_address`` or a
+    local one, retrying a dead actor's items up to ``max_retries`` times. With
+    ``retry_errors``, items whose record has an ``"error"`` are run again. ``on_record`` sees
+    each new row as it is written. ``error_fields(item)`` adds fields to the records of items
+    that produced none (an exception, a timeout, a lost worker), so they look like the others;
+    those records also get ``error_type`` set to their ``error_kind``.
+    """
+
+    engine: Literal["local", "ray"] = "local"
+    concurrency: int = 1
+    workers: int | None = None
+    ray_address: str | None = None
+    progress: bool = True
+    description: str = "items"
+    score: Callable[[dict[str, Any]], bool | None] | None = None
+    item_timeout: float | None = None
+    retry_errors: bool = False
+    max_retries: int = 2
+    fsync: bool = True
+    on_record: Callable[[dict[str, Any]], Any] | None = None
+    error_fields: Callable[[WorkItem], dict[str, Any]] | None = None
+
+    def check(self) -> None:
+        """Raise :class:`EngineError` for an option that cannot work."""
+        if self.engine not in ("local", "ray"):
+            raise EngineError(f"unknown engine {self.engine!r}; use 'local' or 'ray'")
+        if self.concurrency < 1 or (self.workers is not None and self.workers < 1):
+            raise EngineError("concurrency and workers must be at least 1")
+        if self.item_timeout is not None and self.item_timeout <= 0:
+            raise EngineError("item_timeout must be positive")
+
+
+def _unique_keys(items: Sequence[WorkItem]) -> list[str]:
+    keys = [item.key for item in items]
+    if len(set(keys)) != len(keys):
+        dupes = sorted(k for k, n in Counter(keys).items() if n > 1)
+        raise EngineError(f"duplicate item keys: {', '.join(dupes[:5])}")
+    return keys
+
+
+def _dispatch(
+    todo: Sequence[WorkItem],
+    make_worker: WorkerFactory,
+    emit: Callable[[WorkItem, dict[str, Any]], None],
+    options: EngineOptions,
+) -> None:
+    """Run ``todo`` on the chosen engine, calling ``emit`` for each finished item."""
+    if options.engine == "local":
+        _run_local(
+            todo,
+            make_worker,
+            emit,
+            concurrency=options.concurrency,
+            item_timeout=options.item_timeout,
+        )
+        return
+    run_on_ray(
+        todo,
+        make_worker,
+        emit,
+        workers=options.workers or options.concurrency,
+        address=options.ray_address,
+        item_timeout=options.item_timeout,
+        max_retries=options.max_retries,
+    )
+
+
 def run_items(
     items: Sequence[WorkItem],
     make_worker: WorkerFactory,
     out: str | Path,
     *,
-    engine: Literal["local", "ray"] = "local",
-    concurrency: int = 1,
-    workers: int | None = None,
-    ray_address: str | None = None,
-    progress: bool = True,
-    description: str = "items",
-    score: Callable[[dict[str, Any]], bool | None] | None = None,
-    item_timeout: float | None = None,
-    retry_errors: bool = False,
-    max_retries: int = 2,
-    fsync: bool = True,
-    on_record: Callable[[dict[str, Any]], Any] | None = None,
-    error_fields: Callable[[WorkItem], dict[str, Any]] | None = None,
+    options: EngineOptions | None = None,
+    **option_fields: Any,
 ) -> EngineRun:
     """Run ``items`` through workers made by ``make_worker``, appending each record to ``out``.
 
-    Items already in ``out`` are skipped (with ``retry_errors``, those whose record has an
-    ``"error"`` are run again). ``engine="local"`` uses ``concurrency`` threads, each with its
-    own worker; ``engine="ray"`` uses ``workers`` actors (default ``concurrency``) on the
-    cluster at ``ray_address`` or a local one, retrying a dead actor's items up to
-    ``max_retries`` times. ``on_record`` sees each new row as it is written.
-    ``error_fields(item)`` adds fields to the records of items that produced none (an
-    exception, a timeout, a lost worker), so they look like the others; those records also
-    get ``error_type`` set to their ``error_kind``.
+    Items already in ``out`` are skipped. How they run is an :class:`EngineOptions`, given as
+    ``options=`` or as its fields in keywords (``concurrency=2, engine="ray"``), which override
+    the fields of ``options``.
     """
-    if engine not in ("local", "ray"):
-        raise EngineError(f"unknown engine {engine!r}; use 'local' or 'ray'")
-    if concurrency < 1 or (workers is not None and workers < 1):
-        raise EngineError("concurrency and workers must be at least 1")
-    if item_timeout is not None and item_timeout <= 0:
-        raise EngineError("item_timeout must be positive")
-    keys = [item.key for item in items]
-    if len(set(keys)) != len(keys):
-        dupes = sorted(k for k, n in Counter(keys).items() if n > 1)
-        raise EngineError(f"duplicate item keys: {', '.join(dupes[:5])}")
+    try:
+        opts = dataclasses.replace(options or EngineOptions(), **option_fields)
+    except TypeError as exc:
+        raise TypeError(f"run_items: {exc}") from None
+    opts.check()
+    keys = _unique_keys(items)
     existing = read_results(out, repair=True)
     wanted = set(keys)
 
     def done(key: str) -> bool:
         row = existing.get(key)
-        return row is not None and not (retry_errors and row.get("error"))
+        return row is not None and not (opts.retry_errors and row.get("error"))
 
     todo = [item for item in items if not done(item.key)]
     skipped = len(items) - len(todo)
     fresh: dict[str, dict[str, Any]] = {}
     with (
-        ResultsFile(out, fsync=fsync) as results,
+        ResultsFile(out, fsync=opts.fsync) as results,
         _Progress(
-            enabled=progress,
+            enabled=opts.progress,
             total=len(items),
             done=skipped,
-            description=description,
-            score=score,
+            description=opts.description,
+            score=opts.score,
         ) as bar,
         _timer() as elapsed,
     ):
@@ -409,31 +351,16 @@ def run_items(
                 bar.seen(row, advance=False)
 
         def emit(item: WorkItem, record: dict[str, Any]) -> None:
-            if error_fields is not None and "error_kind" in record:
-                record = {**error_fields(item), "error_type": record["error_kind"], **record}
+            if opts.error_fields is not None and "error_kind" in record:
+                record = {**opts.error_fields(item), "error_type": record["error_kind"], **record}
             row = results.append(item.key, record)
             fresh[item.key] = row
             bar.seen(row, advance=True)
-            if on_record is not None:
-                on_record(row)
+            if opts.on_record is not None:
+                opts.on_record(row)
 
         if todo:
-            if engine == "local":
-                _run_local(
-                    todo, make_worker, emit, concurrency=concurrency, item_timeout=item_timeout
-                )
-            else:
-                from tooluse.evals.engine_ray import run_on_ray
-
-                run_on_ray(
-                    todo,
-                    make_worker,
-                    emit,
-                    workers=workers or concurrency,
-                    address=ray_address,
-                    item_timeout=item_timeout,
-                    max_retries=max_retries,
-                )
+            _dispatch(todo, make_worker, emit, opts)
     merged = {**existing, **fresh}
     records = tuple(merged[k] for k in keys if k in merged)
     seconds = elapsed[0]

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tooluse.evals.engine import (
+from tooluse.evals.engine_types import (
     EngineError,
     WorkerFactory,
     WorkItem,
@@ -70,6 +70,104 @@ class _WorkerActor:
         return call_worker(self._worker, item)
 
 
+class _RayPool:
+    """The driver's view of the actors: items waiting, in flight, idle and starting actors."""
+
+    def __init__(
+        self,
+        ray: Any,
+        todo: Sequence[WorkItem],
+        make_worker: WorkerFactory,
+        emit: Callable[[WorkItem, dict[str, Any]], None],
+        *,
+        cpus_per_worker: float,
+        max_retries: int,
+    ) -> None:
+        self.ray = ray
+        self.emit = emit
+        self.max_retries = max_retries
+        self.actor_class = ray.remote(num_cpus=cpus_per_worker, max_restarts=0)(_WorkerActor)
+        self.factory_ref = ray.put(make_worker)
+        self.waiting: deque[WorkItem] = deque(todo)
+        self.attempts: dict[str, int] = {}
+        # in flight: object ref -> (actor, item, started)
+        self.flight: dict[Any, tuple[Any, WorkItem, float]] = {}
+        self.idle: list[Any] = []
+        # actors still loading their worker: readiness ref -> actor (items go only to ready
+        # actors, so an item's timeout never counts a model load)
+        self.starting: dict[Any, Any] = {}
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.waiting or self.flight)
+
+    def new_actor(self) -> None:
+        actor = self.actor_class.remote(self.factory_ref)
+        self.starting[actor.ready.remote()] = actor
+
+    def replace(self, actor: Any) -> None:
+        """Kill ``actor`` and start another while there is work left."""
+        self.ray.kill(actor, no_restart=True)
+        if self.busy:
+            self.new_actor()
+
+    def assign(self) -> None:
+        while self.idle and self.waiting:
+            actor = self.idle.pop()
+            item = self.waiting.popleft()
+            self.flight[actor.run.remote(item)] = (actor, item, time.monotonic())
+        if not self.flight and not self.starting:
+            raise EngineError("no Ray worker is left to run the remaining items")
+
+    def collect(self, ref: Any) -> None:
+        """Handle one ready reference: an actor that started, or an item that finished."""
+        from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
+
+        if ref in self.starting:
+            actor = self.starting.pop(ref)
+            try:
+                self.ray.get(ref)
+            except (RayActorError, WorkerCrashedError, RayTaskError) as exc:
+                raise _failed_start(exc) from exc
+            self.idle.append(actor)
+            return
+        actor, item, _started = self.flight.pop(ref)
+        try:
+            record = self.ray.get(ref)
+        except (RayActorError, WorkerCrashedError) as exc:
+            if getattr(exc, "actor_init_failed", False):
+                raise _failed_start(exc) from exc
+            _retry_or_fail(item, exc, self.attempts, self.max_retries, self.waiting, self.emit)
+            self.replace(actor)
+            return
+        except RayTaskError as exc:  # call_worker catches item errors: a Ray fault
+            raise EngineError(f"Ray could not run an item: {exc}") from exc
+        self.emit(item, record)
+        self.idle.append(actor)
+
+    def expire(self, item_timeout: float) -> None:
+        """Give a ``timeout`` record to items running longer than ``item_timeout``."""
+        now = time.monotonic()
+        for ref, (actor, item, started) in list(self.flight.items()):
+            if now - started > item_timeout:
+                self.flight.pop(ref)
+                message = f"TimeoutError: no result after {item_timeout:g} s"
+                self.emit(item, error_record(None, "timeout", message))
+                self.replace(actor)
+
+    def close(self) -> None:
+        for actor, _item, _started in self.flight.values():
+            self.ray.kill(actor, no_restart=True)
+        for actor in [*self.idle, *self.starting.values()]:
+            self.ray.kill(actor, no_restart=True)
+
+
+def _failed_start(exc: BaseException) -> EngineError:
+    # Ray's message is the whole remote traceback: its last line is the worker's error
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return EngineError(f"a Ray worker failed to start: {lines[-1] if lines else exc}")
+
+
 def run_on_ray(
     todo: Sequence[WorkItem],
     make_worker: WorkerFactory,
@@ -84,84 +182,25 @@ def run_on_ray(
     """Run ``todo`` on ``workers`` Ray actors, calling ``emit(item, record)`` per finished item."""
     ray = _import_ray()
     started_here = ensure_ray(address)
-    from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError, WorkerCrashedError
+    from ray.exceptions import GetTimeoutError
 
-    actor_class = ray.remote(num_cpus=cpus_per_worker, max_restarts=0)(_WorkerActor)
-    factory_ref = ray.put(make_worker)
-    waiting: deque[WorkItem] = deque(todo)
-    attempts: dict[str, int] = {}
-    # in flight: object ref -> (actor, item, started)
-    flight: dict[Any, tuple[Any, WorkItem, float]] = {}
-    idle: list[Any] = []
-    # actors still loading their worker: readiness ref -> actor (items go only to ready
-    # actors, so an item's timeout never counts a model load)
-    starting: dict[Any, Any] = {}
-
-    def new_actor() -> None:
-        actor = actor_class.remote(factory_ref)
-        starting[actor.ready.remote()] = actor
-
-    def failed_start(exc: BaseException) -> EngineError:
-        # Ray's message is the whole remote traceback: its last line is the worker's error
-        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        return EngineError(f"a Ray worker failed to start: {lines[-1] if lines else exc}")
-
+    pool = _RayPool(
+        ray, todo, make_worker, emit, cpus_per_worker=cpus_per_worker, max_retries=max_retries
+    )
     try:
         for _ in range(max(1, min(workers, len(todo)))):
-            new_actor()
-        while waiting or flight:
-            while idle and waiting:
-                actor = idle.pop()
-                item = waiting.popleft()
-                flight[actor.run.remote(item)] = (actor, item, time.monotonic())
-            if not flight and not starting:
-                raise EngineError("no Ray worker is left to run the remaining items")
-            ready, _ = ray.wait([*flight, *starting], num_returns=1, timeout=0.5)
+            pool.new_actor()
+        while pool.busy:
+            pool.assign()
+            ready, _ = ray.wait([*pool.flight, *pool.starting], num_returns=1, timeout=0.5)
             for ref in ready:
-                if ref in starting:
-                    actor = starting.pop(ref)
-                    try:
-                        ray.get(ref)
-                    except (RayActorError, WorkerCrashedError, RayTaskError) as exc:
-                        raise failed_start(exc) from exc
-                    idle.append(actor)
-                    continue
-                actor, item, _started = flight.pop(ref)
-                try:
-                    record = ray.get(ref)
-                except (RayActorError, WorkerCrashedError) as exc:
-                    if getattr(exc, "actor_init_failed", False):
-                        raise failed_start(exc) from exc
-                    _retry_or_fail(item, exc, attempts, max_retries, waiting, emit)
-                    ray.kill(actor, no_restart=True)
-                    if waiting or flight:
-                        new_actor()
-                    continue
-                except RayTaskError as exc:  # call_worker catches item errors: a Ray fault
-                    raise EngineError(f"Ray could not run an item: {exc}") from exc
-                emit(item, record)
-                idle.append(actor)
+                pool.collect(ref)
             if item_timeout is not None:
-                now = time.monotonic()
-                for ref, (actor, item, started) in list(flight.items()):
-                    if now - started > item_timeout:
-                        flight.pop(ref)
-                        ray.kill(actor, no_restart=True)
-                        emit(
-                            item,
-                            error_record(
-                                None, "timeout", f"TimeoutError: no result after {item_timeout:g} s"
-                            ),
-                        )
-                        if waiting or flight:
-                            new_actor()
+                pool.expire(item_timeout)
     except GetTimeoutError as exc:  # pragma: no cover - ray.get is only called on ready refs
         raise EngineError(f"Ray did not return a result: {exc}") from exc
     finally:
-        for actor, _item, _started in flight.values():
-            ray.kill(actor, no_restart=True)
-        for actor in [*idle, *starting.values()]:
-            ray.kill(actor, no_restart=True)
+        pool.close()
         if started_here:
             ray.shutdown()
 

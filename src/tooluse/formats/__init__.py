@@ -27,7 +27,6 @@ from tooluse.formats.block_calls import (
 )
 from tooluse.formats.chat_template import (
     chat_template_from_config,
-    detect_format,
     message_to_template_dict,
     render_chat_template,
     template_uses_tools,
@@ -70,6 +69,7 @@ from tooluse.formats.prompt_reasoning import (
 )
 from tooluse.formats.pythonic import GemmaToolCodeParser, Lfm2Parser, Olmo3Parser, PythonicParser
 from tooluse.formats.registry import available_formats, get_parser, register_format
+from tooluse.formats.template_detect import detect_format
 from tooluse.formats.xml_params import (
     GlmParser,
     MiniMaxM2Parser,

@@ -28,7 +28,6 @@ from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
     "chat_template_from_config",
-    "detect_format",
     "message_to_template_dict",
     "render_chat_template",
     "template_uses_tools",
@@ -225,80 +224,3 @@ def chat_template_from_config(
             if choice in named:
                 return named[choice]
     raise ChatTemplateError("the tokenizer config has no usable chat_template")
-
-
-# Marker text that identifies a format inside a template, most specific first.
-_DETECTION: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("harmony", ("<|channel|>", "<|constrain|>")),
-    ("deepseek_v32", ("｜DSML｜", "function_calls")),
-    ("deepseek_v4", ("｜DSML｜", "tool_calls")),
-    ("minimax_m3", ("]<]minimax[>[",)),
-    ("minimax_m1", ("<tool_calls>", "</tool_calls>", "MiniMax")),
-    ("command_r7b", ("<|START_ACTION|>",)),
-    ("apertus", ("<|tools_prefix|>",)),
-    ("kimi_k3", ("<|open|>", "<|sep|>")),
-    ("step3", ("steptml:",)),
-    ("internlm2", ("<|action_start|>", "<|plugin|>")),
-    ("gigachat3", ("<|function_call|>",)),
-    ("gigachat3", ("function call<|role_sep|>",)),
-    ("longcat", ("<longcat_tool_call>",)),
-    ("lfm2", ("<|tool_list_start|>",)),
-    ("lfm2", ("<|tool_response_start|>",)),
-    ("lfm2", ("List of tools: [",)),
-    ("harmony", ("<|channel|>", "<|call|>")),
-    ("kimi_k2", ("<|tool_calls_section_begin|>",)),
-    ("glm45", ("<tool_call>", "<arg_key>")),
-    ("minimax_m2", ("<minimax:tool_call>",)),
-    ("seed_oss", ("<seed:tool_call>",)),
-    ("gemma4", ("<|tool_call>",)),
-    ("lfm2", ("<|tool_call_start|>",)),
-    ("olmo3", ("<function_calls>",)),
-    ("granite", ("<|tool_call|>",)),
-    ("nemotron", ("<TOOLCALL>",)),
-    ("jamba", ("<tool_calls>",)),
-    ("phi4_mini", ("functools[",)),
-    ("qwen3_coder", ("<tool_call>", "<function=")),
-    ("function_tag", ("<function=", "</function>")),
-    ("hermes", ("<tool_call>",)),
-    ("mistral_v11", ("[TOOL_CALLS]", "[ARGS]")),
-    ("mistral", ("[TOOL_CALLS]",)),
-    ("deepseek_v3", ("<｜tool▁calls▁begin｜>", "function<｜tool▁sep｜>")),
-    ("deepseek_v3", ("<｜tool▁call▁begin｜>' + tool['type'] + '<｜tool▁sep｜>",)),
-    ("deepseek_v31", ("<｜tool▁calls▁begin｜>",)),
-    ("functiongemma", ("<start_function_call>",)),
-    ("pythonic", ("<|python_start|>",)),
-    ("llama3_json", ("<|python_tag|>",)),
-    ("llama3_json", ("<|start_header_id|>ipython",)),
-    ("llama3_json", ("ipython", "<|eom_id|>")),
-    ("gemma_tool_code", ("tool_code",)),
-)
-
-
-@lru_cache(maxsize=32)
-def detect_format(template: str) -> str | None:
-    """The registry name of the tool-call format a chat template uses, or ``None``.
-
-    Detection renders a probe conversation with an assistant tool call through the template
-    and asks each format's parser to read the call back from what the template wrote (see
-    :mod:`tooluse.formats.template_detect`). A template that does not render tool calls is
-    recognised by marker text; a template without any tool section (SmolLM2, for one) gives
-    ``None``.
-    """
-    from tooluse.formats.template_detect import BARE_FORMATS, detect_by_rendering
-
-    marked = _detect_by_markers(template)
-    try:
-        _compile(template)
-    except ChatTemplateError:
-        return marked
-    found = detect_by_rendering(template, bos_token="", eos_token="")
-    if found is None or (found in BARE_FORMATS and marked not in BARE_FORMATS | {None}):
-        return marked
-    return found
-
-
-def _detect_by_markers(template: str) -> str | None:
-    for name, needles in _DETECTION:
-        if all(needle in template for needle in needles):
-            return name
-    return None

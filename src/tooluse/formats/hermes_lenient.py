@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tooluse.formats.hermes import OPEN, HermesMachine
+from tooluse.formats.hermes_machine import OPEN, HermesMachine
 from tooluse.formats.json_calls import call_from_object
 from tooluse.formats.lexer import MarkerSet
 from tooluse.formats.literals import LiteralSyntaxError, decode_arguments

@@ -65,8 +65,8 @@ def parser_for_template(
     """The parser for the format ``template`` uses (``format`` overrides detection), starting
     in reasoning when the template's generation prompt opens it. ``options`` go to the parser
     (an explicit ``reasoning_started`` wins). Raises ``ValueError`` when no format is known."""
-    from tooluse.formats.chat_template import detect_format
     from tooluse.formats.registry import get_parser
+    from tooluse.formats.template_detect import detect_format
 
     name = format or detect_format(template)
     if name is None:

@@ -83,7 +83,9 @@ def __getattr__(name: str) -> Any:
 def _local_factory(rest: str, **options: Any) -> Any:
     """``load_model("local")``: the embedded SmolLM2 (``rest`` may name a GGUF path)."""
     LlamaCppBackend = __getattr__("LlamaCppBackend")  # a missing extra is named, not a raw error
-    return LlamaCppBackend(rest, **options) if rest else LlamaCppBackend.default(**options)
+    if rest in ("", "default"):  # "local", "local:" and "local:default" name the embedded model
+        return LlamaCppBackend.default(**options)
+    return LlamaCppBackend(rest, **options)
 
 
 def _llama_cpp_factory(rest: str, **options: Any) -> Any:

@@ -207,7 +207,7 @@ class BaseBackend(abc.ABC):
         # Runs before ABCMeta counts the abstract methods, so a subclass that overrides only
         # ``agenerate_with_tools`` is complete.
         for old, new in _LEGACY_NAMES.items():
-            if old in cls.__dict__ and new not in cls.__dict__:
+            if callable(cls.__dict__.get(old)) and new not in cls.__dict__:
                 _ALIASED.add(cls.__dict__[old])
                 setattr(cls, new, cls.__dict__[old])
 

@@ -49,7 +49,7 @@ class Tool:
 
     def _build_definition(self) -> ToolDefinition:
         from tooluse.tools.definition import ToolDefinition
-        from tooluse.tools.normalise import definition_from_schema_dict
+        from tooluse.tools.schema_dict import definition_from_schema_dict
 
         if self._has_own_schema():
             base = definition_from_schema_dict(self.schema)

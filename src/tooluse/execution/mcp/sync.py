@@ -16,7 +16,8 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from tooluse.errors import MCPError
-from tooluse.execution.mcp import MCPServerConfig, MCPToolExecutor, MCPToolset
+from tooluse.execution.mcp.client import MCPToolExecutor, MCPToolset
+from tooluse.execution.mcp.config import MCPServerConfig
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 

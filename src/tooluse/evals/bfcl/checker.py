@@ -207,32 +207,42 @@ def _check_param(param: str, value: Any, doc: Mapping[str, Any], accepted: Any) 
         return verdict
     options = list(accepted) if isinstance(accepted, (list, tuple)) else [accepted]
     if not is_variable:
-        if expected is dict:
-            return _check_dict(param, value, options)
-        if expected is list and nested is dict:
-            return _check_list_of_dicts(param, value, options)
-        if expected is str:
-            if _std(value) in [_std(o) for o in options if type(o) is str]:
-                return CheckResult.ok()
-            return CheckResult.fail(
-                "value_error:string",
-                f"parameter {param!r}: {value!r} is not one of the accepted values {options!r}",
-            )
-        if expected is list:
-            # "" is an empty sequence here, so [] matches an optional list (as in BFCL)
-            wanted = [[_std(i) for i in o] for o in options if isinstance(o, (list, tuple, str))]
-            if [_std(i) for i in value] in wanted:
-                return CheckResult.ok()
-            return CheckResult.fail(
-                "value_error:list",
-                f"parameter {param!r}: {value!r} is not one of the accepted values {options!r}",
-            )
+        by_type = _check_by_type(param, value, expected, nested, options)
+        if by_type is not None:
+            return by_type
     if value in options:
         return CheckResult.ok()
     return CheckResult.fail(
         "value_error:value",
         f"parameter {param!r}: {value!r} is not one of the accepted values {options!r}",
     )
+
+
+def _check_by_type(
+    param: str, value: Any, expected: type, nested: type | None, options: list[Any]
+) -> CheckResult | None:
+    """The value checks BFCL makes per declared type (``None``: compare values as they are)."""
+    if expected is dict:
+        return _check_dict(param, value, options)
+    if expected is list and nested is dict:
+        return _check_list_of_dicts(param, value, options)
+    if expected is str:
+        if _std(value) in [_std(o) for o in options if type(o) is str]:
+            return CheckResult.ok()
+        return CheckResult.fail(
+            "value_error:string",
+            f"parameter {param!r}: {value!r} is not one of the accepted values {options!r}",
+        )
+    if expected is list:
+        # "" is an empty sequence here, so [] matches an optional list (as in BFCL)
+        wanted = [[_std(i) for i in o] for o in options if isinstance(o, (list, tuple, str))]
+        if [_std(i) for i in value] in wanted:
+            return CheckResult.ok()
+        return CheckResult.fail(
+            "value_error:list",
+            f"parameter {param!r}: {value!r} is not one of the accepted values {options!r}",
+        )
+    return None
 
 
 def check_simple(

@@ -89,7 +89,7 @@ def sdk_version() -> str:
 # Connecting
 
 
-def open_client(
+def open_client(  # noqa: PLR0913 - the client's settings, all keyword-only
     *,
     server: Any = None,
     command: str | None,
@@ -162,6 +162,121 @@ def _oversized_reply(head: bytes, size: int, limit: int) -> Any:
     return SessionMessage(error)
 
 
+class _ReplyLines:
+    """Splits a server's stdout into lines, keeping at most ``max_reply_bytes`` of each (the
+    first 512 bytes of a longer one, for its error) so a huge reply never fills memory."""
+
+    def __init__(self, max_reply_bytes: int) -> None:
+        self.max_reply_bytes = max_reply_bytes
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._head = b""
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        """The messages of the lines ``chunk`` completes (blank lines give none)."""
+        items: list[Any] = []
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            if self._size <= self.max_reply_bytes:
+                self._parts.append(piece)
+                if self._size + len(piece) > self.max_reply_bytes:  # stop keeping this line
+                    self._head, self._parts = b"".join(self._parts)[:512], []
+            self._size += len(piece)
+            if end < 0:
+                return items
+            start = end + 1
+            item = self._line_item()
+            if item is not None:
+                items.append(item)
+
+    def _line_item(self) -> Any:
+        line = b"".join(self._parts)
+        if self._size > self.max_reply_bytes:
+            item = _oversized_reply(self._head, self._size, self.max_reply_bytes)
+        else:
+            item = _parse_reply(line) if line.strip() else None
+        self._parts, self._size, self._head = [], 0, b""
+        return item
+
+
+def _closed_errors() -> tuple[type[BaseException], ...]:
+    import anyio
+
+    return (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
+
+
+async def _read_replies(process: Any, read_send: Any, max_reply_bytes: int) -> None:
+    """Pass the server's replies to the session; once it stops listening, keep draining so
+    that the server never blocks on a full pipe."""
+    assert process.stdout is not None
+    closed = _closed_errors()
+    lines = _ReplyLines(max_reply_bytes)
+    listening = True
+    async with read_send:
+        try:
+            async for chunk in process.stdout:
+                for item in lines.feed(chunk):
+                    if not listening:
+                        continue
+                    try:
+                        await read_send.send(item)
+                    except closed:
+                        listening = False
+        except closed:
+            pass
+
+
+async def _write_requests(process: Any, write_recv: Any, read_send: Any, done: Any) -> None:
+    """Send the session's messages to the server's stdin, one JSON line each."""
+    assert process.stdin is not None
+    try:
+        async with write_recv:
+            async for message in write_recv:
+                text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await process.stdin.send((text + "\n").encode())
+    except _closed_errors():
+        await read_send.aclose()  # the server is gone: let the session see it
+    finally:
+        done.set()
+
+
+async def _exited(process: Any, seconds: float) -> bool:
+    import anyio
+
+    # Polled: waiting on the process would also wait for its pipes, which a child it left
+    # behind may hold open.
+    with anyio.move_on_after(seconds):
+        while process.returncode is None:  # noqa: ASYNC110
+            await anyio.sleep(0.01)
+    return process.returncode is not None
+
+
+def _signal_group(process: Any, number: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, number)
+
+
+async def _shut_down(process: Any, write_send: Any, writer_done: Any) -> None:
+    """The MCP order: close stdin, wait 2 s, SIGTERM the group, wait 2 s, SIGKILL."""
+    import anyio
+
+    closed = _closed_errors()
+    write_send.close()
+    with anyio.move_on_after(0.5):
+        await writer_done.wait()
+    with contextlib.suppress(*closed):
+        await process.stdin.aclose()
+    if not await _exited(process, 2.0):
+        _signal_group(process, signal.SIGTERM)
+        if not await _exited(process, 2.0):
+            _signal_group(process, signal.SIGKILL)
+            await _exited(process, 2.0)
+    with contextlib.suppress(*closed):
+        await process.stdout.aclose()
+
+
 @contextlib.asynccontextmanager
 async def bounded_stdio_transport(
     argv: list[str],
@@ -189,84 +304,14 @@ async def bounded_stdio_transport(
     read_send, read_recv = anyio.create_memory_object_stream[Any](0)
     write_send, write_recv = anyio.create_memory_object_stream[Any](0)
     writer_done = anyio.Event()
-    closed = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
-
-    async def reader() -> None:
-        assert process.stdout is not None
-        parts: list[bytes] = []
-        size, head, listening = 0, b"", True
-        async with read_send:
-            try:
-                async for chunk in process.stdout:
-                    start = 0
-                    while True:
-                        end = chunk.find(b"\n", start)
-                        piece = chunk[start:] if end < 0 else chunk[start:end]
-                        if size <= max_reply_bytes:
-                            parts.append(piece)
-                            if size + len(piece) > max_reply_bytes:  # stop keeping this line
-                                head, parts = b"".join(parts)[:512], []
-                        size += len(piece)
-                        if end < 0:
-                            break
-                        start = end + 1
-                        line = b"".join(parts)
-                        if size > max_reply_bytes:
-                            item = _oversized_reply(head, size, max_reply_bytes)
-                        else:
-                            item = _parse_reply(line) if line.strip() else None
-                        parts, size, head = [], 0, b""
-                        if item is not None and listening:
-                            try:
-                                await read_send.send(item)
-                            except closed:
-                                listening = False  # keep draining: the server must not block
-            except closed:
-                pass
-
-    async def writer() -> None:
-        assert process.stdin is not None
-        try:
-            async with write_recv:
-                async for message in write_recv:
-                    text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await process.stdin.send((text + "\n").encode())
-        except closed:
-            await read_send.aclose()  # the server is gone: let the session see it
-        finally:
-            writer_done.set()
-
-    async def exited(seconds: float) -> bool:
-        # Polled: waiting on the process would also wait for its pipes, which a child it
-        # left behind may hold open.
-        with anyio.move_on_after(seconds):
-            while process.returncode is None:  # noqa: ASYNC110
-                await anyio.sleep(0.01)
-        return process.returncode is not None
-
-    def signal_group(number: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, number)
-
     async with anyio.create_task_group() as group:
-        group.start_soon(reader)
-        group.start_soon(writer)
+        group.start_soon(_read_replies, process, read_send, max_reply_bytes)
+        group.start_soon(_write_requests, process, write_recv, read_send, writer_done)
         try:
             yield read_recv, write_send
         finally:
             with anyio.CancelScope(shield=True):
-                write_send.close()
-                with anyio.move_on_after(0.5):
-                    await writer_done.wait()
-                with contextlib.suppress(*closed):
-                    await process.stdin.aclose()  # type: ignore[union-attr]
-                if not await exited(2.0):
-                    signal_group(signal.SIGTERM)
-                    if not await exited(2.0):
-                        signal_group(signal.SIGKILL)
-                        await exited(2.0)
-                with contextlib.suppress(*closed):
-                    await process.stdout.aclose()  # type: ignore[union-attr]
+                await _shut_down(process, write_send, writer_done)
                 read_recv.close()
             group.cancel_scope.cancel()
 

@@ -16,7 +16,7 @@ Each task is one entry of a BFCL multi-turn category (``multi_turn_base``, ``_mi
 in order on the world's instances (unknown functions and invalid arguments come back as error
 results; an exception inside a class comes back as BFCL's ``Error during execution: ...``). An
 action without calls ends the user turn: the turn is checked with BFCL's rules (see
-:func:`tooluse.envs.bfcl_world.check_turn`) and the next user message is given; in the
+:func:`tooluse.evals.bfcl.world.check_turn`) and the next user message is given; in the
 ``miss_func`` category the held-back function joins the tools at the turn where BFCL adds it,
 with BFCL's message. More than ``max_steps`` steps in one turn ends the episode as failed (BFCL
 force-quits such an entry). The episode succeeds when every checked turn is valid, which is
@@ -36,6 +36,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from tooluse.envs.base import (
@@ -47,7 +48,16 @@ from tooluse.envs.base import (
     ToolEnvironment,
     check_action,
 )
-from tooluse.envs.bfcl_world import (
+from tooluse.envs.rewards import (
+    CorrectnessReward,
+    StepContext,
+    call_key,
+    compute_signals,
+)
+from tooluse.errors import ToolArgumentError
+from tooluse.evals.bfcl.data import tool_from_bfcl_function
+from tooluse.evals.bfcl.rewards import BFCLResponseReward, BFCLStateReward
+from tooluse.evals.bfcl.world import (
     ADDED_FUNCTIONS_MESSAGE,
     MULTI_TURN_CATEGORIES,
     MultiTurnEntry,
@@ -57,15 +67,6 @@ from tooluse.envs.bfcl_world import (
     function_docs,
     load_multi_turn,
 )
-from tooluse.envs.rewards import (
-    BFCLResponseReward,
-    BFCLStateReward,
-    CorrectnessReward,
-    StepContext,
-    call_key,
-    compute_signals,
-)
-from tooluse.errors import ToolArgumentError
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 
@@ -77,6 +78,29 @@ _CACHE_SIZE = 64
 def default_bfcl_rewards() -> tuple[Any, ...]:
     """BFCL's verdict counts (weight 1); the per-turn state and response checks are monitors."""
     return (CorrectnessReward(), BFCLStateReward(_weight=0.0), BFCLResponseReward(_weight=0.0))
+
+
+def _turn_data(
+    turn: int, turn_steps: int, calls: list[list[Any]], checks: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return {"turn": turn, "turn_steps": turn_steps, "calls": calls, "checks": checks}
+
+
+@dataclass(frozen=True, kw_only=True)
+class _TurnProgress:
+    """The outcome of one step for the episode: its new data and, at a turn's end, the check."""
+
+    data: dict[str, Any]
+    check: TurnCheck | None = None
+    terminated: bool = False
+    truncated: bool = False
+    correct: bool | None = None
+    user_message: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return self.terminated or self.truncated
 
 
 class BFCLMultiTurnEnvironment(ToolEnvironment):
@@ -137,8 +161,6 @@ class BFCLMultiTurnEnvironment(ToolEnvironment):
         self, task_index: int, data: Mapping[str, Any]
     ) -> tuple[ToolDefinition, ...]:
         """The entry's functions, without those held back until a later turn."""
-        from tooluse.evals.bfcl_data import tool_from_bfcl_function
-
         entry = self._entries[task_index]
         turn = int(data.get("turn", 0))
         hidden = frozenset(
@@ -182,10 +204,59 @@ class BFCLMultiTurnEnvironment(ToolEnvironment):
         """Run the action's calls in order, or end the user turn when it has none."""
         check_action(state, action)
         entry = self._entries[state.task_index]
-        data = state.data
-        turn = int(data["turn"])
-        calls = [list(t) for t in data["calls"]]
+        calls = [list(t) for t in state.data["calls"]]
         world = self._take_world(state.task_index, calls)
+        results = self._run_calls(state, entry, world, calls, action)
+        progress = self._advance(entry, state.data, world, calls, bool(action.tool_calls))
+        info: dict[str, Any] = {"tool_results": results, "turn": int(state.data["turn"])}
+        info.update(progress.info)
+        if progress.check is not None:
+            info["turn_check"] = progress.check.to_dict()
+        if progress.done:
+            info["correct"] = progress.correct
+            info["answer"] = None
+        self._keep_world(state.task_index, calls, world)
+        context = StepContext(
+            calls=action.tool_calls,
+            results=results,
+            previous_calls=state.call_keys,
+            text=action.text,
+            correct=progress.correct,
+            done=progress.done,
+            info={"turn_check": progress.check} if progress.check is not None else {},
+        )
+        next_state = dataclasses.replace(
+            state,
+            observation=Observation(
+                prompt=state.observation.prompt,
+                available_tools=self.available_tools(state.task_index, progress.data),
+                tool_results=results,
+                user_message=progress.user_message,
+            ),
+            step_count=state.step_count + 1,
+            done=progress.done,
+            call_keys=state.call_keys + tuple(call_key(c) for c in action.tool_calls),
+            data=progress.data,
+        )
+        info["step"] = next_state.step_count
+        return StepResult(
+            state=next_state,
+            signals=compute_signals(self.rewards, context),
+            terminated=progress.terminated,
+            truncated=progress.truncated,
+            info=info,
+        )
+
+    def _run_calls(
+        self,
+        state: EnvState,
+        entry: MultiTurnEntry,
+        world: World,
+        calls: list[list[Any]],
+        action: Action,
+    ) -> tuple[ToolResult, ...]:
+        """Run the action's calls on the world, in order, recording them in the turn's calls."""
+        turn = int(state.data["turn"])
         tools = {t.name: t for t in state.observation.available_tools}
         # A function held back for a later turn still exists in the world, and BFCL runs a call
         # to it (its own ground truth has one); it runs here too, flagged in the result.
@@ -194,72 +265,52 @@ class BFCLMultiTurnEnvironment(ToolEnvironment):
             for t in self.available_tools(state.task_index, {"turn": len(entry.turns)})
             if t.name not in tools
         }
-        results = tuple(
+        return tuple(
             self._run_call(world, tools, held, call, calls[turn]) for call in action.tool_calls
         )
+
+    def _advance(
+        self,
+        entry: MultiTurnEntry,
+        data: Mapping[str, Any],
+        world: World,
+        calls: list[list[Any]],
+        acted: bool,
+    ) -> _TurnProgress:
+        """Where the episode goes after a step: the same turn (the model acted), the next user
+        turn or the end (it did not), or truncation (the turn used its steps)."""
+        turn, turn_steps = int(data["turn"]), int(data["turn_steps"])
         checks = list(data["checks"])
-        terminated = truncated = False
-        correct: bool | None = None
-        check: TurnCheck | None = None
-        next_turn, turn_steps = turn, int(data["turn_steps"])
-        user_message = ""
-        info: dict[str, Any] = {"tool_results": results, "turn": turn}
-        if action.tool_calls:
+        if acted:
             turn_steps += 1
-            if turn_steps >= self.max_steps:
-                truncated = True
-                check = self._check(entry, turn, world, calls)
-                correct = False
-                info["truncated_reason"] = (
-                    f"turn {turn} used {turn_steps} steps without ending (cap: {self.max_steps})"
-                )
-        else:
-            check = self._check(entry, turn, world, calls)
-            checks.append(check.to_dict())
-            next_turn, turn_steps = turn + 1, 0
-            if next_turn >= len(entry.turns):
-                terminated = True
-                correct = all(c["valid"] for c in checks)
-            else:
-                calls.append([])
-                user_message = entry.turns[next_turn] or ADDED_FUNCTIONS_MESSAGE
-                info["user_message"] = user_message
-        if check is not None:
-            info["turn_check"] = check.to_dict()
-        if terminated or truncated:
-            info["correct"] = correct
-            info["answer"] = None
-        new_data = {"turn": next_turn, "turn_steps": turn_steps, "calls": calls, "checks": checks}
-        self._keep_world(state.task_index, calls, world)
-        context = StepContext(
-            calls=action.tool_calls,
-            results=results,
-            previous_calls=state.call_keys,
-            text=action.text,
-            correct=correct,
-            done=terminated or truncated,
-            info={"turn_check": check} if check is not None else {},
-        )
-        next_state = dataclasses.replace(
-            state,
-            observation=Observation(
-                prompt=state.observation.prompt,
-                available_tools=self.available_tools(state.task_index, new_data),
-                tool_results=results,
-                user_message=user_message,
-            ),
-            step_count=state.step_count + 1,
-            done=terminated or truncated,
-            call_keys=state.call_keys + tuple(call_key(c) for c in action.tool_calls),
-            data=new_data,
-        )
-        info["step"] = next_state.step_count
-        return StepResult(
-            state=next_state,
-            signals=compute_signals(self.rewards, context),
-            terminated=terminated,
-            truncated=truncated,
-            info=info,
+            if turn_steps < self.max_steps:
+                return _TurnProgress(data=_turn_data(turn, turn_steps, calls, checks))
+            return _TurnProgress(
+                data=_turn_data(turn, turn_steps, calls, checks),
+                check=self._check(entry, turn, world, calls),
+                truncated=True,
+                correct=False,
+                info={
+                    "truncated_reason": f"turn {turn} used {turn_steps} steps without ending "
+                    f"(cap: {self.max_steps})"
+                },
+            )
+        check = self._check(entry, turn, world, calls)
+        checks.append(check.to_dict())
+        if turn + 1 >= len(entry.turns):
+            return _TurnProgress(
+                data=_turn_data(turn + 1, 0, calls, checks),
+                check=check,
+                terminated=True,
+                correct=all(c["valid"] for c in checks),
+            )
+        calls.append([])
+        user_message = entry.turns[turn + 1] or ADDED_FUNCTIONS_MESSAGE
+        return _TurnProgress(
+            data=_turn_data(turn + 1, 0, calls, checks),
+            check=check,
+            user_message=user_message,
+            info={"user_message": user_message},
         )
 
     async def astep(self, state: EnvState, action: Action) -> StepResult:

@@ -1,6 +1,6 @@
 """Starting and stopping the sandbox child: the plumbing shared by one-shot runs and sessions.
 
-The child program itself is :mod:`tooluse.execution.sandbox_child`; what it enforces is
+The child program itself is :mod:`tooluse.execution.sandbox.child`; what it enforces is
 documented in :mod:`tooluse.execution.sandbox`.
 """
 
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from tooluse.errors import ToolExecutionError
 
 if TYPE_CHECKING:
-    from tooluse.execution.sandbox import SandboxLimits
+    from tooluse.execution.sandbox.limits import SandboxLimits
 
 __all__ = [
     "CHILD_SOURCE",
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 #: The child's program (isolation set-up, limits, the code); see :func:`child_command`.
-CHILD_PATH = Path(__file__).with_name("sandbox_child.py")
+CHILD_PATH = Path(__file__).with_name("child.py")
 CHILD_SOURCE = CHILD_PATH.read_text(encoding="utf-8")
 _compiled: list[str] = []  # the child's bytecode file, once compiled (at most one entry)
 _compiled_lock = threading.Lock()

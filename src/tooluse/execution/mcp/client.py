@@ -1,30 +1,6 @@
-"""Use the tools of MCP servers (stdio subprocesses or streamable HTTP) as tooluse tools.
+"""The MCP client: :class:`MCPToolExecutor` (one server) and :class:`MCPToolset` (several).
 
-Supported SDK: the official ``mcp`` package, major version 2 (tested with 2.3). The protocol
-version is negotiated by the SDK (2026-07-28 with current servers, the 2025-11-25 handshake
-with older ones). Install with ``pip install 'tooluse[mcp]'``.
-
-::
-
-    config = MCPServerConfig(command="python", args=("-m", "mcp_server_time"))
-    async with MCPToolExecutor(config) as executor:
-        tools = await executor.list_tools()      # ToolDefinitions, usable by tooluse.run
-        result = await executor.execute_async(ToolCall(name="get_current_time",
-                                                       arguments={"timezone": "UTC"}))
-
-- Each listed :class:`~tooluse.tools.ToolDefinition` carries ``input_schema``,
-  ``output_schema`` and ``annotations`` as advertised, plus an async ``function`` that calls the
-  server, so MCP tools mix freely with local tools in the tool loop.
-- Arguments are validated against the input schema before anything is sent.
-- Every call gets exactly one :class:`~tooluse.messages.ToolResult`: tool errors, unknown tools,
-  timeouts, crashed servers and malformed replies become failures, never exceptions. A crashed
-  server is restarted on the next use.
-- :class:`MCPToolset` serves several servers at once (also from the ``mcpServers`` JSON of
-  MCP clients: :meth:`MCPToolset.from_config`, :func:`load_mcp_servers`);
-  :class:`~tooluse.execution.mcp_sync.SyncMCPToolExecutor` is the blocking facade and
-  :class:`~tooluse.execution.mcp_server.MCPToolServer` serves tooluse tools over MCP.
-
-The ``mcp`` SDK itself is imported only by :mod:`tooluse.execution.mcp_sdk`, on first connect.
+See :mod:`tooluse.execution.mcp` for what it guarantees.
 """
 
 from __future__ import annotations
@@ -41,9 +17,9 @@ from types import TracebackType
 from typing import Any, TextIO
 
 from tooluse.errors import MCPError, ToolArgumentError, ToolDefinitionError, ToolNotFoundError
-from tooluse.execution.mcp_config import MCPServerConfig, load_mcp_servers
-from tooluse.execution.mcp_process import ServerProcess
-from tooluse.execution.mcp_schema import (
+from tooluse.execution.mcp.config import MCPServerConfig, load_mcp_servers
+from tooluse.execution.mcp.process import ServerProcess
+from tooluse.execution.mcp.schema import (
     check_advertised_schema,
     check_arguments,
     make_tool_function,
@@ -94,13 +70,13 @@ class _Connection:
     def alive(self) -> bool:
         if self._task is None or self._task.done() or self.client is None:
             return False
-        from tooluse.execution import mcp_sdk
+        from tooluse.execution.mcp import sdk as mcp_sdk
 
         return not mcp_sdk.session_closed(self.client)
 
     async def open(self) -> None:
         """Start the server (or reach the URL) and finish the handshake; raises MCPError."""
-        from tooluse.execution import mcp_sdk
+        from tooluse.execution.mcp import sdk as mcp_sdk
 
         self.loop = asyncio.get_running_loop()
         config = self.config
@@ -308,7 +284,7 @@ class MCPToolExecutor:
 
     async def refresh_tools(self) -> tuple[ToolDefinition, ...]:
         """Fetch the tool list from the server again and replace the cache."""
-        from tooluse.execution import mcp_sdk
+        from tooluse.execution.mcp import sdk as mcp_sdk
 
         connection = await self._ensure_connection()
         try:
@@ -357,7 +333,7 @@ class MCPToolExecutor:
 
     async def _fetch_all_tools(self, connection: _Connection) -> list[Any]:
         """Every advertised tool; malformed entries go to ``self._malformed`` one by one."""
-        from tooluse.execution import mcp_sdk
+        from tooluse.execution.mcp import sdk as mcp_sdk
 
         tools: list[Any] = []
         self._malformed = {}
@@ -419,7 +395,7 @@ class MCPToolExecutor:
         )
 
     async def _execute(self, call: ToolCall, timeout: float | None, validate: bool) -> ToolResult:
-        from tooluse.execution import mcp_sdk
+        from tooluse.execution.mcp import sdk as mcp_sdk
 
         if self._closed:
             raise MCPError(f"the MCP executor for {self.config.label!r} is closed")

@@ -60,7 +60,7 @@ class MCPToolServer:
 
     def lowlevel_server(self) -> Any:
         """The SDK ``Server`` object (for mounting in another ASGI app, or in-process tests)."""
-        from tooluse.execution import mcp_sdk
+        from tooluse.execution.mcp import sdk as mcp_sdk
 
         return mcp_sdk.build_server(
             self.name, list(self.definitions), self.run_tool, version=self.version
@@ -68,7 +68,7 @@ class MCPToolServer:
 
     async def serve_stdio(self) -> None:
         """Serve over this process's stdin/stdout until the client disconnects."""
-        from tooluse.execution import mcp_sdk
+        from tooluse.execution.mcp import sdk as mcp_sdk
 
         await mcp_sdk.serve_stdio(self.lowlevel_server())
 
@@ -76,7 +76,7 @@ class MCPToolServer:
         self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp"
     ) -> None:
         """Serve streamable HTTP at ``http://host:port/path`` until cancelled."""
-        from tooluse.execution import mcp_sdk
+        from tooluse.execution.mcp import sdk as mcp_sdk
 
         await mcp_sdk.serve_http(self.lowlevel_server(), host=host, port=port, path=path)
 

@@ -7,6 +7,8 @@ Configs are built directly, or read from the ``mcpServers`` JSON that MCP client
         "time": {"command": "python", "args": ["-m", "mcp_server_time"]},
         "docs": {"url": "http://127.0.0.1:8000/mcp", "headers": {"Authorization": "Bearer ..."}}
     }}
+
+The package's leaf: the other MCP modules build on these types, this module on none of them.
 """
 
 from __future__ import annotations

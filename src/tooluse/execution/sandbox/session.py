@@ -35,17 +35,14 @@ import weakref
 from typing import IO, Any
 
 from tooluse.errors import ToolExecutionError
-from tooluse.execution.sandbox import (
+from tooluse.execution.sandbox.limits import (
     SandboxLimits,
     SandboxResult,
     capped_text,
-    code_parameter,
     describe_limits,
     error_reason,
-    result_to_tool_result,
-    run_python,
 )
-from tooluse.execution.sandbox_process import (
+from tooluse.execution.sandbox.process import (
     Child,
     kill,
     launch,
@@ -53,6 +50,12 @@ from tooluse.execution.sandbox_process import (
     read_isolation,
     release,
     remove_workdir,
+)
+from tooluse.execution.sandbox.run import (
+    code_parameter,
+    python_tool,
+    result_to_tool_result,
+    run_python,
 )
 from tooluse.messages import ToolResult
 from tooluse.tools.definition import ToolDefinition
@@ -333,8 +336,6 @@ class PythonSandbox:
 
     def tool(self, name: str = "python") -> ToolDefinition:
         """The stateless tool: every call in a fresh interpreter."""
-        from tooluse.execution.sandbox import python_tool
-
         limits = self.limits
         return python_tool(
             timeout=limits.timeout,

@@ -15,19 +15,28 @@ checker; an entry whose model request fails is scored wrong with ``error_type`` 
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tooluse.evals.bfcl_checker import CheckResult, check_entry
-from tooluse.evals.bfcl_data import BFCLEntry, tools_for_entry
-from tooluse.loop import run
+from tooluse.evals.bfcl.checker import CheckResult
+from tooluse.evals.bfcl.data import BFCLEntry
+from tooluse.evals.bfcl.scorer import score_bfcl_entry_with_usage
 from tooluse.messages import ToolCall, Usage
-from tooluse.providers.base import SamplingParams
+from tooluse.providers.base import Backend, SamplingParams
 
-__all__ = ["BFCLReport", "CategoryScore", "EntryOutcome", "decode_calls", "run_bfcl"]
+if TYPE_CHECKING:
+    from tooluse.formats.base import ToolCallParser
+
+__all__ = [
+    "BFCLReport",
+    "CategoryScore",
+    "EntryOutcome",
+    "decode_calls",
+    "run_bfcl",
+    "score_entry",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,7 +170,7 @@ def decode_calls(
     return tuple({names.get(c.name, c.name): dict(c.arguments)} for c in calls)
 
 
-def _model_label(backend: Any) -> str:
+def _model_label(backend: Backend) -> str:
     for attribute in ("model_name", "model", "name"):
         value = getattr(backend, attribute, None)
         if isinstance(value, str) and value:
@@ -170,53 +179,41 @@ def _model_label(backend: Any) -> str:
 
 
 def score_entry(
-    backend: Any,
+    backend: Backend,
     entry: BFCLEntry,
     *,
-    tool_call_parser: Any = None,
+    tool_call_parser: ToolCallParser | None = None,
     params: SamplingParams | None = None,
 ) -> EntryOutcome:
-    """Ask the backend once and score its calls."""
-    tools, names = tools_for_entry(entry)
-    started = time.perf_counter()
-    try:
-        result = run(
-            backend,
-            entry.messages(),
-            tools=tools,
-            max_tool_iters=0,
-            tool_call_parser=tool_call_parser,
-            params=params,
+    """Ask the backend once and score its calls (:func:`score_bfcl_entry`, as an outcome)."""
+    record, usage = score_bfcl_entry_with_usage(
+        backend, entry, parser=tool_call_parser, params=params
+    )
+    if record["decoded"] is None and record["error"]:
+        check = CheckResult.fail(record["error_type"], record["error"])
+    else:
+        check = CheckResult(
+            valid=record["valid"],
+            error_type=record["error_type"],
+            errors=tuple(record.get("reason", ())),
         )
-    except Exception as exc:  # one failing request must not lose the rest of the run
-        return EntryOutcome(
-            id=entry.id,
-            category=entry.category,
-            decoded=(),
-            check=CheckResult.fail("backend_error", f"{type(exc).__name__}: {exc}"),
-            duration=time.perf_counter() - started,
-        )
-    reply = next((m for m in result.new_messages if m.role == "assistant"), None)
-    calls = reply.tool_calls if reply is not None else ()
-    decoded = decode_calls(calls, names)
-    raw = str(reply.metadata.get("raw_text", reply.content)) if reply is not None else ""
     return EntryOutcome(
         id=entry.id,
         category=entry.category,
-        decoded=decoded,
-        check=check_entry(entry.category, entry.functions, decoded, entry.ground_truth),
-        raw_text=raw,
-        duration=time.perf_counter() - started,
-        usage=result.usage,
+        decoded=tuple(record["decoded"] or ()),
+        check=check,
+        raw_text=record["raw"],
+        duration=record["latency"],
+        usage=usage,
     )
 
 
 def run_bfcl(
-    backend: Any,
+    backend: Backend,
     entries: Sequence[BFCLEntry],
     *,
     limit: int | None = None,
-    tool_call_parser: Any = None,
+    tool_call_parser: ToolCallParser | None = None,
     params: SamplingParams | None = None,
     model: str | None = None,
     on_outcome: Callable[[EntryOutcome], Any] | None = None,

@@ -1,5 +1,8 @@
 """``run_evaluation``: many trajectories on the shared run engine, with resume and a summary.
 
+The evaluation side of :mod:`tooluse.envs`: environments and runners live there, the runs and
+their figures (pass@k, rewards per name and type) here, so that evals builds on envs.
+
 ::
 
     result = runner.run_evaluation(task_indices=range(20), samples_per_task=4, out="runs/x")
@@ -25,13 +28,14 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from tooluse.envs.trajectory import TrajectoryRunner
-    from tooluse.evals.engine import EngineRun
+from tooluse.envs.runner_spec import RunnerSpec, runner_from_spec
+from tooluse.envs.trajectory import TrajectoryRunner
+from tooluse.evals.engine import EngineRun, WorkItem, run_items
+from tooluse.evals.results import repair_results
 
 __all__ = [
     "EvaluationResult",
@@ -47,57 +51,6 @@ __all__ = [
 
 TRAJECTORIES = "trajectories.jsonl"
 SUMMARY = "summary.json"
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunnerSpec:
-    """Everything needed to build a :class:`TrajectoryRunner` in another process (picklable)."""
-
-    environment: str
-    model: str = "local"
-    environment_options: Mapping[str, Any] = field(default_factory=dict)
-    tool_types: tuple[str, ...] = ("python",)
-    tool_call_parser: str | None = None
-    system_prompt: str | None = None
-    temperature: float = 0.0
-    max_tokens: int | None = None
-    max_turns: int | None = None
-
-
-def runner_from_spec(spec: RunnerSpec) -> TrajectoryRunner:
-    """A runner built from ``spec`` (``model="local"`` is the embedded model)."""
-    from tooluse.envs.registry import environment_registry
-    from tooluse.envs.trajectory import TrajectoryRunner
-    from tooluse.providers.base import SamplingParams
-
-    if spec.model in ("local", "local:default"):
-        from tooluse.local import LlamaCppBackend
-
-        backend: Any = (
-            LlamaCppBackend.default(max_tokens=spec.max_tokens)
-            if spec.max_tokens
-            else LlamaCppBackend.default()
-        )
-    else:
-        from tooluse.providers import load_model
-
-        backend = load_model(spec.model)
-    parser = None
-    if spec.tool_call_parser:
-        from tooluse.formats import get_parser
-
-        parser = get_parser(spec.tool_call_parser)
-    environment = environment_registry.get(
-        name=spec.environment, tool_types=spec.tool_types, **dict(spec.environment_options)
-    )
-    return TrajectoryRunner(
-        environment=environment,
-        backend=backend,
-        sampling_params=SamplingParams(temperature=spec.temperature, max_tokens=spec.max_tokens),
-        system_prompt=spec.system_prompt,
-        tool_call_parser=parser,
-        max_turns=spec.max_turns,
-    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,32 +139,9 @@ def summarize(records: Sequence[Mapping[str, Any]], *, samples_per_task: int = 1
 
 
 def repair_trajectories_file(path: str | Path) -> list[int]:
-    """Move lines that are not JSON objects (other than a cut last line) to a ``.corrupt.jsonl``
-    file beside ``path``; returns their line numbers (empty when the file was sound)."""
-    target = Path(path)
-    if not target.exists():
-        return []
-    data = target.read_bytes()
-    complete_end = data.rfind(b"\n") + 1
-    kept: list[bytes] = []
-    bad: list[tuple[int, bytes]] = []
-    for number, raw in enumerate(data[:complete_end].split(b"\n")[:-1], start=1):
-        try:
-            row = json.loads(raw) if raw.strip() else None
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            row = None
-        if isinstance(row, dict) and isinstance(row.get("key"), str):
-            kept.append(raw)
-        elif raw.strip():
-            bad.append((number, raw))
-    if not bad:
-        return []
-    corrupt = target.with_name(target.stem + ".corrupt.jsonl")
-    with corrupt.open("ab") as handle:
-        for _, raw in bad:
-            handle.write(raw + b"\n")
-    target.write_bytes(b"".join(line + b"\n" for line in kept) + data[complete_end:])
-    return [number for number, _ in bad]
+    """Move lines that are not JSON records to a ``.corrupt.jsonl`` file beside ``path`` (and
+    cut off a last line whose write was cut short); returns the numbers of the lines moved."""
+    return repair_results(path, set_aside_corrupt=True)
 
 
 class _TrajectoryWorker:
@@ -253,7 +183,7 @@ class _BuildRunner:
         return _TrajectoryWorker(self.make_runner())
 
 
-def run_evaluation(
+def run_evaluation(  # noqa: PLR0913 - the evaluation's options, keyword-only after the runner
     runner: TrajectoryRunner,
     *,
     out: str | Path,
@@ -268,8 +198,6 @@ def run_evaluation(
     item_timeout: float | None = None,
 ) -> EvaluationResult:
     """Play ``samples_per_task`` trajectories of each task into ``out`` (see the module)."""
-    from tooluse.evals.engine import WorkItem, run_items
-
     if samples_per_task < 1:
         raise ValueError("samples_per_task must be >= 1")
     environment = runner.environment

@@ -13,7 +13,7 @@ from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 
 if TYPE_CHECKING:
-    from tooluse.execution.mcp import MCPToolExecutor
+    from tooluse.execution.mcp.client import MCPToolExecutor
 
 __all__ = ["check_advertised_schema", "check_arguments", "make_tool_function"]
 

@@ -16,12 +16,12 @@ import pytest
 from tooluse import ScriptedBackend, ToolCall
 from tooluse.envs import (
     Action,
-    BFCLMultiTurnEnvironment,
     RewardType,
     TrajectoryRunner,
     environment_registry,
 )
-from tooluse.envs.bfcl_world import (
+from tooluse.evals.bfcl import BFCLMultiTurnEnvironment
+from tooluse.evals.bfcl.world import (
     ADDED_FUNCTIONS_MESSAGE,
     MULTI_TURN_CATEGORIES,
     ground_truth_calls,

@@ -1,6 +1,6 @@
 """The sandbox child: sets up the isolation, then runs the model's code.
 
-Not imported by tooluse: :mod:`tooluse.execution.sandbox` runs this file (compiled once per
+Not imported by tooluse: :mod:`tooluse.execution.sandbox.process` runs this file (compiled once per
 process, or its source with ``-c``) as ``python -I`` with one comma-separated argument (see
 :func:`_config`). Steps:
 
@@ -29,6 +29,7 @@ import sys
 # milliseconds on every run (typing also pulls in ``re``).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, NoReturn
 
 NOBODY = 65534
@@ -165,10 +166,24 @@ class Setup:
         return sorted(p for p in found if p and os.path.isdir(p) and p != "/")
 
     def build_root(self, workdir: str) -> None:
+        """A fresh root: tmpfs, minimal /dev, /tmp, the work dir, read-only system and Python
+        directories, a private /proc; then pivot into it."""
         new_root = os.path.join(os.path.dirname(workdir), "root")
         self._mount(None, "/", None, MS_REC | MS_PRIVATE)
         self._mount("size=4m,mode=0755", new_root, "tmpfs", MS_NOSUID | MS_NODEV)
         tree = lambda path: new_root + path  # noqa: E731
+        self._make_dev(tree)
+        tmp_size = f"size={self.config['tmp_mb'] or 64}m,mode=1777"
+        self._mount(tmp_size, tree("/dev/shm"), "tmpfs", MS_NOSUID | MS_NODEV)
+        os.makedirs(tree("/tmp"))
+        self._mount(tmp_size, tree("/tmp"), "tmpfs", MS_NOSUID | MS_NODEV)
+        self._bind(workdir, tree(WORKDIR), writable=True)
+        self._bind_system(tree)
+        self._bind_etc(tree)
+        self._mount_proc(tree)
+        self._pivot(new_root)
+
+    def _make_dev(self, tree: "Callable[[str], str]") -> None:
         os.makedirs(tree("/dev"))
         self._mount("size=64k,mode=0755", tree("/dev"), "tmpfs", MS_NOSUID | MS_NOEXEC)
         for device in DEVICES:
@@ -179,11 +194,8 @@ class Setup:
                              ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
             os.symlink(target, tree(f"/dev/{name}"))
         os.makedirs(tree("/dev/shm"))
-        tmp_size = f"size={self.config['tmp_mb'] or 64}m,mode=1777"
-        self._mount(tmp_size, tree("/dev/shm"), "tmpfs", MS_NOSUID | MS_NODEV)
-        os.makedirs(tree("/tmp"))
-        self._mount(tmp_size, tree("/tmp"), "tmpfs", MS_NOSUID | MS_NODEV)
-        self._bind(workdir, tree(WORKDIR), writable=True)
+
+    def _bind_system(self, tree: "Callable[[str], str]") -> None:
         bound: list[str] = []
         for path in [*SYSTEM_DIRS, *self._python_dirs()]:
             if any(path == b or path.startswith(b + "/") for b in bound):
@@ -197,6 +209,8 @@ class Setup:
             elif os.path.isdir(path):
                 self._bind(path, tree(path))
                 bound.append(path)
+
+    def _bind_etc(self, tree: "Callable[[str], str]") -> None:
         os.makedirs(tree("/etc"), exist_ok=True)
         for entry in ETC_ENTRIES:
             path = f"/etc/{entry}"
@@ -204,18 +218,20 @@ class Setup:
                 os.symlink(os.readlink(path), tree(path))
             elif os.path.exists(path):
                 self._bind(path, tree(path))
+
+    def _mount_proc(self, tree: "Callable[[str], str]") -> None:
         os.makedirs(tree("/proc"))
-        proc = "pid" in self.namespaces
-        if proc:
-            try:
-                self._mount("proc", tree("/proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-            except OSError as exc:
-                proc = False
-                self.missing("private_proc", str(exc))
-        else:
+        if "pid" not in self.namespaces:
             self.missing("private_proc", "no PID namespace (no /proc at all)")
-        if proc:
-            self.enforced("private_proc")
+            return
+        try:
+            self._mount("proc", tree("/proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        except OSError as exc:
+            self.missing("private_proc", str(exc))
+            return
+        self.enforced("private_proc")
+
+    def _pivot(self, new_root: str) -> None:
         os.chdir(new_root)
         number = PIVOT_ROOT.get(os.uname().machine)
         if number is None:

@@ -1,0 +1,125 @@
+"""What several ``tooluse`` commands share: loading ``--model`` and ``--format``, checking
+output paths, the console.
+
+Every model string goes through :func:`tooluse.providers.load_model` (``local`` is the
+embedded model, ``openai:gpt-4o``, ``anthropic:...``); the commands differ only in how they
+report a bad one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from tooluse.formats.base import ToolCallParser
+    from tooluse.providers.base import Backend
+
+__all__ = [
+    "EMBEDDED_MODEL_SPECS",
+    "check_output_paths",
+    "console",
+    "load_backend",
+    "load_model_and_parser",
+    "loading",
+    "parser_or_exit",
+]
+
+#: The ``--model`` values that name the embedded model.
+EMBEDDED_MODEL_SPECS = ("local", "local:default", "local:")
+
+
+def console() -> Any:
+    """A rich console for command output (no highlighting, long lines wrap softly)."""
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def loading(console: Any, what: str) -> Iterator[None]:
+    """A spinner while a model loads (only on a terminal)."""
+    if console.is_terminal:
+        with console.status(f"loading {what}..."):
+            yield
+    else:
+        yield
+
+
+def load_backend(spec: str, console: Any) -> Backend:
+    """A backend from ``local``, ``llama-cpp:PATH`` or any ``load_model`` string; a bad one is
+    a ``--model`` usage error (a missing extra stays one line naming the extra)."""
+    from tooluse.errors import MissingDependencyError, ToolUseError
+    from tooluse.providers.model_registry import load_model
+
+    try:
+        with loading(console, spec):
+            return load_model(spec)
+    except MissingDependencyError:
+        raise  # one line naming the extra, from main()
+    except (ToolUseError, ValueError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="--model") from exc
+
+
+def parser_or_exit(format: str | None) -> ToolCallParser | None:
+    """The text parser ``--format`` names (``None`` without one); exit 2 on an unknown name."""
+    if format is None:
+        return None
+    from tooluse.formats import get_parser
+
+    try:
+        return get_parser(format)
+    except KeyError as exc:
+        typer.echo(f"error: {exc.args[0]}", err=True)
+        raise typer.Exit(2) from None
+
+
+def load_model_and_parser(model: str, format: str | None) -> tuple[Backend, ToolCallParser | None]:
+    """The backend for ``--model`` and the text parser for ``--format``; exit 2 on a bad one."""
+    from tooluse.providers.model_registry import load_model
+
+    parser = parser_or_exit(format)
+    try:
+        backend = load_model(model)
+    except Exception as exc:  # a bad model string or a missing extra: say so, exit 2
+        typer.echo(f"error: cannot load model {model!r}: {exc}", err=True)
+        raise typer.Exit(2) from None
+    return backend, parser
+
+
+def check_output_paths(out_dir: Path | None, output_file: Path | None) -> None:
+    """Make sure the results can be written before any model is loaded: ``out_dir`` is
+    created (and must be writable), ``output_file``'s folder must exist. Exit 2 otherwise."""
+    problem = _out_dir_problem(out_dir) if out_dir is not None else None
+    if problem is None and output_file is not None:
+        problem = _output_file_problem(output_file)
+    if problem is not None:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
+
+
+def _out_dir_problem(out_dir: Path) -> str | None:
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / ".tooluse-write-check"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        return f"cannot write to --out {out_dir}: {exc.strerror or exc}"
+    return None
+
+
+def _output_file_problem(output_file: Path) -> str | None:
+    folder = output_file.parent if str(output_file.parent) else Path(".")
+    if output_file.is_dir():
+        return f"--output {output_file} is a directory"
+    if not folder.is_dir():
+        return f"--output {output_file}: the folder {folder} does not exist"
+    if not os.access(folder, os.W_OK):
+        return f"--output {output_file}: the folder {folder} is not writable"
+    return None

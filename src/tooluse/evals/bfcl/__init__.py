@@ -1,0 +1,91 @@
+"""BFCL: its data, its AST checker, the one single-turn scorer, the engine job and the
+executable multi-turn environment with its rewards.
+
+::
+
+    from tooluse.evals.bfcl import BFCLOptions, load_bfcl_categories, run_bfcl_job
+    summary = run_bfcl_job(load_bfcl_categories(["simple_python"]), "local", BFCLOptions(), "runs/a")
+
+- :mod:`~tooluse.evals.bfcl.data`: entries (question, function docs, ground truth) and tools;
+- :mod:`~tooluse.evals.bfcl.checker`: BFCL's AST checker;
+- :mod:`~tooluse.evals.bfcl.scorer`: one entry, one model turn, one result record;
+- :mod:`~tooluse.evals.bfcl.job` (resumable runs on the engine) and
+  :mod:`~tooluse.evals.bfcl.runner` (in memory, a report);
+- :mod:`~tooluse.evals.bfcl.world`, :mod:`~tooluse.evals.bfcl.multi_turn` and
+  :mod:`~tooluse.evals.bfcl.rewards`: the multi-turn environment, offered by name by
+  :data:`tooluse.envs.environment_registry` (``bfcl:multi_turn_base`` ...).
+"""
+
+from __future__ import annotations
+
+from tooluse.evals.bfcl.checker import (
+    CheckResult,
+    check_entry,
+    check_irrelevance,
+    check_multiple,
+    check_parallel,
+    check_relevance,
+    check_simple,
+    standardize_string,
+)
+from tooluse.evals.bfcl.data import (
+    BFCL_CATEGORIES,
+    SAMPLE_CATEGORIES,
+    BFCLEntry,
+    load_bfcl_categories,
+    load_bfcl_category,
+    load_bfcl_entries,
+    load_sample,
+    select_entries,
+    tool_from_bfcl_function,
+    tools_for_entry,
+)
+from tooluse.evals.bfcl.job import make_bfcl_worker, run_bfcl_job, summarize_records
+from tooluse.evals.bfcl.multi_turn import BFCLMultiTurnEnvironment, default_bfcl_rewards
+from tooluse.evals.bfcl.rewards import BFCLResponseReward, BFCLStateReward
+from tooluse.evals.bfcl.runner import (
+    BFCLReport,
+    CategoryScore,
+    EntryOutcome,
+    decode_calls,
+    run_bfcl,
+    score_entry,
+)
+from tooluse.evals.bfcl.scorer import BFCLOptions, decode_python_calls, score_bfcl_entry
+
+__all__ = [
+    "BFCL_CATEGORIES",
+    "SAMPLE_CATEGORIES",
+    "BFCLEntry",
+    "BFCLMultiTurnEnvironment",
+    "BFCLOptions",
+    "BFCLReport",
+    "BFCLResponseReward",
+    "BFCLStateReward",
+    "CategoryScore",
+    "CheckResult",
+    "EntryOutcome",
+    "check_entry",
+    "check_irrelevance",
+    "check_multiple",
+    "check_parallel",
+    "check_relevance",
+    "check_simple",
+    "decode_calls",
+    "decode_python_calls",
+    "default_bfcl_rewards",
+    "load_bfcl_categories",
+    "load_bfcl_category",
+    "load_bfcl_entries",
+    "load_sample",
+    "make_bfcl_worker",
+    "run_bfcl",
+    "run_bfcl_job",
+    "score_bfcl_entry",
+    "score_entry",
+    "select_entries",
+    "standardize_string",
+    "summarize_records",
+    "tool_from_bfcl_function",
+    "tools_for_entry",
+]

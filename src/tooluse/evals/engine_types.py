@@ -1,0 +1,77 @@
+"""The run engine's shared types: items, workers, the run's outcome and its error.
+
+A leaf under :mod:`tooluse.evals.engine` (the local engine and the entry point) and
+:mod:`tooluse.evals.engine_ray` (the Ray engine), which both build on these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "EngineError",
+    "EngineRun",
+    "WorkItem",
+    "Worker",
+    "WorkerFactory",
+    "call_worker",
+    "error_record",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkItem:
+    """One unit of work: ``key`` is unique and stable across runs (the resume key)."""
+
+    key: str
+    payload: Any
+
+
+#: A worker: one JSON-able record per item.
+Worker = Callable[[WorkItem], dict[str, Any]]
+#: A picklable zero-argument callable, called once per worker (thread or Ray actor).
+WorkerFactory = Callable[[], Worker]
+
+
+class EngineError(RuntimeError):
+    """A run cannot start or go on (a corrupt results file, duplicate keys, a bad option)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineRun:
+    """The outcome of :func:`run_items`.
+
+    ``records`` are all records in the file for the given items (resumed ones included) in
+    item order; ``ran`` items were run now, ``skipped`` were already done, ``failed`` have an
+    ``"error"``. ``items_per_minute`` counts only the items run now.
+    """
+
+    records: tuple[dict[str, Any], ...]
+    ran: int
+    skipped: int
+    failed: int
+    seconds: float
+    items_per_minute: float
+
+
+def error_record(exc: BaseException | None, kind: str, message: str = "") -> dict[str, Any]:
+    """The record of an item that did not produce one: ``error`` (type and message) and
+    ``error_kind`` (``exception``, ``timeout``, ``worker_lost`` or ``worker_start``)."""
+    if exc is not None:
+        text = f"{type(exc).__name__}: {exc}"
+    else:
+        text = message
+    return {"error": text, "error_kind": kind}
+
+
+def call_worker(worker: Worker, item: WorkItem) -> dict[str, Any]:
+    """Run one item; an exception or a non-dict result becomes an error record."""
+    try:
+        record = worker(item)
+    except Exception as exc:  # one failing item must not stop the run
+        return error_record(exc, "exception")
+    if not isinstance(record, dict):
+        return error_record(None, "exception", f"worker returned {type(record).__name__}, not dict")
+    return record

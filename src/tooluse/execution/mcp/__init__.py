@@ -1,0 +1,49 @@
+"""Use the tools of MCP servers (stdio subprocesses or streamable HTTP) as tooluse tools.
+
+Supported SDK: the official ``mcp`` package, major version 2 (tested with 2.3). The protocol
+version is negotiated by the SDK (2026-07-28 with current servers, the 2025-11-25 handshake
+with older ones). Install with ``pip install 'tooluse[mcp]'``.
+
+::
+
+    config = MCPServerConfig(command="python", args=("-m", "mcp_server_time"))
+    async with MCPToolExecutor(config) as executor:
+        tools = await executor.list_tools()      # ToolDefinitions, usable by tooluse.run
+        result = await executor.execute_async(ToolCall(name="get_current_time",
+                                                       arguments={"timezone": "UTC"}))
+
+- Each listed :class:`~tooluse.tools.ToolDefinition` carries ``input_schema``,
+  ``output_schema`` and ``annotations`` as advertised, plus an async ``function`` that calls the
+  server, so MCP tools mix freely with local tools in the tool loop.
+- Arguments are validated against the input schema before anything is sent.
+- Every call gets exactly one :class:`~tooluse.messages.ToolResult`: tool errors, unknown tools,
+  timeouts, crashed servers and malformed replies become failures, never exceptions. A crashed
+  server is restarted on the next use.
+- :class:`MCPToolset` serves several servers at once (also from the ``mcpServers`` JSON of
+  MCP clients: :meth:`MCPToolset.from_config`, :func:`load_mcp_servers`);
+  :class:`SyncMCPToolExecutor` is the blocking facade and :class:`MCPToolServer` serves
+  tooluse tools over MCP.
+
+Modules: :mod:`~tooluse.execution.mcp.config` (the shared types: server configs, a leaf),
+:mod:`~tooluse.execution.mcp.schema` (schema checks, no SDK), :mod:`~tooluse.execution.mcp.process`
+(stdio server processes), :mod:`~tooluse.execution.mcp.client`, :mod:`~tooluse.execution.mcp.sync`,
+:mod:`~tooluse.execution.mcp.server` and :mod:`~tooluse.execution.mcp.sdk`, the only module that
+imports the ``mcp`` SDK, on first connect (so importing this package never does).
+"""
+
+from __future__ import annotations
+
+from tooluse.execution.mcp.client import MCPToolExecutor, MCPToolset
+from tooluse.execution.mcp.config import MCPServerConfig, load_mcp_servers
+from tooluse.execution.mcp.server import MCPToolServer, load_module_tools
+from tooluse.execution.mcp.sync import SyncMCPToolExecutor
+
+__all__ = [
+    "MCPServerConfig",
+    "MCPToolExecutor",
+    "MCPToolServer",
+    "MCPToolset",
+    "SyncMCPToolExecutor",
+    "load_mcp_servers",
+    "load_module_tools",
+]
