@@ -114,3 +114,66 @@ async def test_async_tools_from_another_loop_fail_clearly():
         result = run_coroutine_blocking(tools["demo_echo"].function(text="x"))
     assert result.is_error
     assert "another event loop" in result.output
+
+
+def _calls_only_mcp() -> ScriptedBackend:
+    return ScriptedBackend(
+        [
+            [
+                ToolCall(id="a", name="demo_add", arguments={"a": 40, "b": 2}),
+                ToolCall(id="b", name="demo_add", arguments={"a": "forty"}),
+            ],
+            "done",
+        ]
+    )
+
+
+async def test_an_mcp_client_is_an_executor_of_the_loop():
+    from tooluse.errors import MCPError
+    from tooluse.loop import build_setup, drive_async, initial_history
+
+    async with MCPToolExecutor(CONFIG) as mcp:
+        with pytest.raises(MCPError, match="list_tools"):
+            mcp.definitions  # noqa: B018 - nothing listed yet: a clear error, not an empty list
+        await mcp.list_tools()
+        backend = _calls_only_mcp()
+        setup = build_setup(backend, executor=mcp)
+        events = [e async for e in drive_async(backend, setup, initial_history("q", None))]
+    result = events[-1].result
+    outputs = {t.call_id: (t.output, t.is_error) for t in result.trail}
+    assert outputs["a"] == ("42", False)
+    assert outputs["b"][1] and "a" in outputs["b"][0]  # invalid arguments answered, not raised
+    with pytest.raises(TypeError, match="SyncMCPToolExecutor"):
+        mcp.execute_batch([ToolCall(id="x", name="demo_add", arguments={"a": 1, "b": 2})])
+
+
+def test_the_blocking_mcp_facade_is_an_executor_of_the_sync_loop():
+    from tooluse.loop import build_setup, drive_sync, initial_history
+
+    with SyncMCPToolExecutor(CONFIG) as mcp:
+        assert "demo_add" in {d.name for d in mcp.definitions}
+        backend = _calls_only_mcp()
+        setup = build_setup(backend, executor=mcp)
+        result = list(drive_sync(backend, setup, initial_history("q", None)))[-1].result
+    assert [t.output for t in result.trail][0] == "42"
+    assert result.final_text == "done"
+
+
+async def test_a_fired_token_answers_running_mcp_calls_cancelled():
+    import asyncio
+
+    from tooluse.execution import CancellationToken
+
+    token = CancellationToken()
+    async with MCPToolExecutor(CONFIG) as mcp:
+        await mcp.list_tools()
+        calls = [
+            ToolCall(id="s", name="demo_slow", arguments={"seconds": 60}),
+            ToolCall(id="a", name="demo_add", arguments={"a": 1, "b": 2}),
+        ]
+        batch = asyncio.ensure_future(mcp.aexecute_batch(calls, cancel=token))
+        await asyncio.sleep(0.5)  # the add is done; the slow call is still running
+        token.cancel()
+        slow, added = await asyncio.wait_for(batch, 30)  # far less than the 60 s it would take
+    assert slow.is_error and "cancelled" in slow.output
+    assert added.output == "3"

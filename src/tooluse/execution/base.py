@@ -16,6 +16,7 @@ import dataclasses
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, TypeVar, Union
 
 from tooluse.errors import ToolDefinitionError, ToolNotFoundError
@@ -251,5 +252,10 @@ class AbstractToolExecutor(abc.ABC):
     def __enter__(self) -> AbstractToolExecutor:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()

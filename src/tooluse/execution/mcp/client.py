@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from tooluse.errors import MCPError, ToolArgumentError, ToolDefinitionError, ToolNotFoundError
 from tooluse.execution.mcp.config import MCPServerConfig, load_mcp_servers
+from tooluse.execution.mcp.contract import MCPExecutorBase
 from tooluse.execution.mcp.process import ServerProcess
 from tooluse.execution.mcp.schema import (
     check_advertised_schema,
@@ -179,7 +180,7 @@ def _leaf_exception(exc: BaseException) -> BaseException:
     return exc
 
 
-class MCPToolExecutor:
+class MCPToolExecutor(MCPExecutorBase):
     """Calls the tools of one MCP server; an async context manager.
 
     The tool list is fetched once and cached; :meth:`refresh_tools` fetches it again. Tools whose
@@ -382,10 +383,6 @@ class MCPToolExecutor:
             text = f"the MCP call failed: {type(exc).__name__}: {exc}"
             return ToolResult.failure(call.id, call.name, text, source="mcp")
 
-    async def execute_batch_async(self, calls: Iterable[ToolCall]) -> tuple[ToolResult, ...]:
-        """Run several calls concurrently; results come back in the order of ``calls``."""
-        return tuple(await asyncio.gather(*(self.execute_async(call) for call in calls)))
-
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None
     ) -> ToolResult:
@@ -469,7 +466,7 @@ class _Member:
     names: set[str] = field(default_factory=set)
 
 
-class MCPToolset:
+class MCPToolset(MCPExecutorBase):
     """Several MCP servers used together; an async context manager.
 
     Servers start concurrently. Tool names must be unique across servers (use
@@ -577,7 +574,3 @@ class MCPToolset:
                 call.id, call.name, ToolNotFoundError(call.name, sorted(self._route)), source="mcp"
             )
         return await member.executor.execute_async(call, timeout=timeout, validate=validate)
-
-    async def execute_batch_async(self, calls: Iterable[ToolCall]) -> tuple[ToolResult, ...]:
-        """Run several calls concurrently; results come back in the order of ``calls``."""
-        return tuple(await asyncio.gather(*(self.execute_async(call) for call in calls)))

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
 from tooluse.errors import MCPError
+from tooluse.execution.base import AbstractToolExecutor, CancellationToken
 from tooluse.execution.mcp.client import MCPToolExecutor, MCPToolset
 from tooluse.execution.mcp.config import MCPServerConfig
 from tooluse.messages import ToolCall, ToolResult
@@ -26,7 +27,7 @@ __all__ = ["SyncMCPToolExecutor"]
 T = TypeVar("T")
 
 
-class SyncMCPToolExecutor:
+class SyncMCPToolExecutor(AbstractToolExecutor):
     """Blocking access to one MCP server (a config) or several (a sequence of configs).
 
     ::
@@ -46,6 +47,7 @@ class SyncMCPToolExecutor:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._definitions: tuple[ToolDefinition, ...] | None = None
 
     @property
     def inner(self) -> MCPToolExecutor | MCPToolset:
@@ -129,7 +131,8 @@ class SyncMCPToolExecutor:
     def list_tools(self, *, refresh: bool = False) -> tuple[ToolDefinition, ...]:
         """The tools as ToolDefinitions whose ``function`` is a plain blocking callable."""
         definitions = self._run(self._inner.list_tools(refresh=refresh))
-        return tuple(self._with_sync_function(definition) for definition in definitions)
+        self._definitions = tuple(self._with_sync_function(d) for d in definitions)
+        return self._definitions
 
     def refresh_tools(self) -> tuple[ToolDefinition, ...]:
         """Fetch the tool list(s) again."""
@@ -139,9 +142,24 @@ class SyncMCPToolExecutor:
         """Run one call; always returns exactly one ToolResult for ``call.id``."""
         return self._run(self._inner.execute_async(call, timeout=timeout))
 
-    def execute_batch(self, calls: Iterable[ToolCall]) -> tuple[ToolResult, ...]:
+    def execute_batch(
+        self, calls: Iterable[ToolCall], *, cancel: CancellationToken | None = None
+    ) -> tuple[ToolResult, ...]:
         """Run several calls concurrently; results in the order of ``calls``."""
-        return self._run(self._inner.execute_batch_async(list(calls)))
+        return self._run(self._inner.aexecute_batch(list(calls), cancel=cancel))
+
+    async def aexecute_batch(
+        self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
+    ) -> tuple[ToolResult, ...]:
+        """:meth:`execute_batch` from async code (on the facade's own loop, in a thread)."""
+        return await asyncio.to_thread(self.execute_batch, calls, cancel=cancel)
+
+    @property
+    def definitions(self) -> tuple[ToolDefinition, ...]:
+        """The tools (listed on first use), with blocking functions."""
+        if self._definitions is None:
+            self._definitions = self.list_tools()
+        return self._definitions
 
     def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None
