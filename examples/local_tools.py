@@ -22,7 +22,7 @@ def main() -> None:
     print("answer:", result.final_text)
 
     # One forced call, without the loop.
-    turn = backend.generate_with_tools(
+    turn = backend.generate(
         [ChatMessage.user("What is 12 * (3 + 4)?")], tools, tool_choice="calculate"
     )
     print("forced call:", turn.tool_calls[0].name, turn.tool_calls[0].arguments)

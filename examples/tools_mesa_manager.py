@@ -58,7 +58,7 @@ backend = ScriptedBackend(
         ]
     ]
 )
-llm_response = backend.generate_with_tools([], tools=[])
+llm_response = backend.generate([], tools=[])
 agent = Citizen(unique_id=42)
 for result in citizen_tool_manager.call_tools(agent, llm_response):
     print(result["tool_call_id"], result["name"], "->", result["response"])
