@@ -51,6 +51,7 @@ from tooluse.execution import (
     Veto,
 )
 from tooluse.loop import RunOptions, RunResult, StopReason, arun, iter_run, run
+from tooluse.loop_resume import aresume, resume
 from tooluse.messages import (
     ChatMessage,
     ProviderState,
@@ -70,6 +71,7 @@ from tooluse.providers import (
     ScriptedBackend,
     load_model,
 )
+from tooluse.run_state import Approve, Deny, Edit, RunState, RunStateError
 from tooluse.structured import aextract, extract
 from tooluse.tools import (
     DEFAULT_REGISTRY,
@@ -84,6 +86,7 @@ from tooluse.tools import (
     as_tool,
     tool,
 )
+from tooluse.version import __version__
 
 if TYPE_CHECKING:  # the names loaded on first use, for type checkers (`X as X`: re-exported)
     from tooluse.conversation import Conversation as Conversation
@@ -107,11 +110,10 @@ if TYPE_CHECKING:  # the names loaded on first use, for type checkers (`X as X`:
     from tooluse.providers import register_model_prefix as register_model_prefix
     from tooluse.providers import validate_history as validate_history
 
-__version__ = "0.1.0"
-
 __all__ = [
     "DEFAULT_REGISTRY",
     "AbstractToolExecutor",
+    "Approve",
     "ArgumentsDelta",
     "AsyncToolExecutor",
     "Backend",
@@ -123,6 +125,8 @@ __all__ = [
     "ChatMessage",
     "ChatTemplateError",
     "ContextLengthError",
+    "Deny",
+    "Edit",
     "ExtractionError",
     "GenerationDone",
     "GenerationResult",
@@ -139,6 +143,8 @@ __all__ = [
     "ReasoningPart",
     "RunOptions",
     "RunResult",
+    "RunState",
+    "RunStateError",
     "SamplingParams",
     "SchemaExportError",
     "ScriptedBackend",
@@ -169,11 +175,13 @@ __all__ = [
     "Veto",
     "__version__",
     "aextract",
+    "aresume",
     "arun",
     "as_tool",
     "extract",
     "iter_run",
     "load_model",
+    "resume",
     "run",
     "tool",
 ]

@@ -22,6 +22,7 @@ with :class:`RunFinished`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import (
     AsyncGenerator,
@@ -34,50 +35,45 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import TYPE_CHECKING, Any, TypedDict, Union
+from typing import TYPE_CHECKING, Any
 
-from tooluse.execution.base import (
-    DEFAULT_MAX_OUTPUT_CHARS,
-    AbstractToolExecutor,
-    AfterHook,
-    BeforeHook,
-    CancellationToken,
-    ToolsArg,
+from tooluse.loop_core import LoopSetup, Resumption, finished_event, loop_steps
+from tooluse.loop_setup import (
+    AfterHooks,
+    Hooks,
+    Prompt,
+    RunOptions,
+    backend_label,
+    build_setup,
+    choose_mode,
+    initial_history,
 )
-from tooluse.execution.local import ToolExecutor
-from tooluse.loop_core import (
+from tooluse.loop_types import (
+    ApprovalRequested,
+    Checkpoint,
     Execute,
     Generate,
     LoopEvent,
-    LoopSetup,
     ModelTurnFinished,
     RunFinished,
     RunResult,
     StopReason,
-    TerminalValidator,
     ToolExecutionFinished,
     ToolExecutionStarted,
-    ToolMode,
     TrailEntry,
-    finished_event,
-    logger,
-    loop_steps,
 )
 from tooluse.messages import ChatMessage, ToolResult
-from tooluse.providers.base import (
-    Backend,
-    GenerationDone,
-    GenerationResult,
-    SamplingParams,
-    ToolChoice,
-    as_backend,
-)
+from tooluse.providers.base import Backend, GenerationDone, GenerationResult, as_backend
 from tooluse.run_log import log_requested
+from tooluse.run_state import RunState
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 __all__ = [
+    "AfterHooks",
+    "ApprovalRequested",
+    "Hooks",
     "LoopEvent",
     "ModelTurnFinished",
     "Prompt",
@@ -91,172 +87,15 @@ __all__ = [
     "TrailEntry",
     "aiter_run",
     "arun",
+    "backend_label",
+    "build_setup",
+    "choose_mode",
+    "drive_async",
+    "drive_sync",
+    "initial_history",
     "iter_run",
     "run",
 ]
-
-#: A prompt: user text, one message, or a whole history.
-Prompt = Union[str, ChatMessage, Sequence[ChatMessage]]
-
-Hooks = Union[BeforeHook, Sequence[BeforeHook], None]
-AfterHooks = Union[AfterHook, Sequence[AfterHook], None]
-
-
-def _hooks(value: Any) -> tuple[Any, ...]:
-    if value is None:
-        return ()
-    if callable(value):
-        return (value,)
-    return tuple(value)
-
-
-def backend_label(backend: object) -> str:
-    """How warnings name a backend: its class, plus its ``name`` when it has one."""
-    cls = type(backend).__name__
-    name = getattr(backend, "name", None)
-    return f"{cls}({name!r})" if isinstance(name, str) and name and name != cls else cls
-
-
-def choose_mode(backend: Backend, has_tools: bool, parser: Any) -> ToolMode:
-    """The runner priority: native calling, else a text parser, else no tools (warned)."""
-    if not has_tools:
-        return "native"
-    capabilities = getattr(backend, "capabilities", None)
-    if capabilities is None or capabilities.supports_function_calling:
-        return "native"
-    if parser is not None:
-        return "text"
-    return "none"
-
-
-def initial_history(prompt: Prompt, system_prompt: str | None) -> list[ChatMessage]:
-    """The starting history: the prompt as messages, the system prompt first, checked valid.
-
-    Calls left unanswered by an earlier, interrupted run are closed with error results;
-    orphaned or duplicated results raise :class:`HistoryError`.
-    """
-    if isinstance(prompt, str):
-        messages = [ChatMessage.user(prompt)]
-    elif isinstance(prompt, ChatMessage):
-        messages = [prompt]
-    else:
-        messages = list(prompt)
-        bad = [type(m).__name__ for m in messages if not isinstance(m, ChatMessage)]
-        if bad:
-            raise TypeError(
-                f"messages must be ChatMessage objects, got {', '.join(sorted(set(bad)))}"
-            )
-    if system_prompt is not None:
-        if messages and messages[0].role == "system":
-            raise ValueError(
-                "the messages already start with a system message; pass system_prompt=None "
-                "or drop that message"
-            )
-        messages.insert(0, ChatMessage.system(system_prompt))
-    if not messages:
-        raise ValueError("nothing to send: the prompt is empty")
-    from tooluse.providers.history import validate_history
-
-    return validate_history(messages, repair=True)
-
-
-class RunOptions(TypedDict, total=False):
-    """The options of every loop entry point (:func:`run`, :func:`arun`, :func:`iter_run`,
-    :func:`aiter_run`); :func:`run` documents each one, :func:`build_setup` holds the defaults."""
-
-    tools: ToolsArg | None
-    tool_choice: ToolChoice
-    max_tool_iters: int
-    tool_call_parser: Any
-    params: SamplingParams | None
-    before_tool_call: Hooks
-    after_tool_call: AfterHooks
-    stream: bool
-    tool_timeout: float | None
-    tool_timeouts: Mapping[str, float] | None
-    max_concurrency: int | None
-    max_output_chars: int
-    injected: Mapping[str, Any] | None
-    max_identical_calls: int
-    final_answer_on_limit: bool
-    cancel: CancellationToken | None
-    tools_top_k: int | None
-    tool_scorer: Any
-
-
-def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-only
-    backend: Backend,
-    *,
-    tools: ToolsArg | None = None,
-    tool_choice: ToolChoice = "auto",
-    max_tool_iters: int = 10,
-    tool_call_parser: Any = None,
-    params: SamplingParams | None = None,
-    before_tool_call: Hooks = None,
-    after_tool_call: AfterHooks = None,
-    tool_timeout: float | None = 30.0,
-    tool_timeouts: Mapping[str, float] | None = None,
-    max_concurrency: int | None = None,
-    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-    injected: Mapping[str, Any] | None = None,
-    max_identical_calls: int = 3,
-    final_answer_on_limit: bool = False,
-    cancel: CancellationToken | None = None,
-    stream: bool = False,
-    terminal_validators: Mapping[str, TerminalValidator] | None = None,
-    executor: AbstractToolExecutor | None = None,
-    tools_top_k: int | None = None,
-    tool_scorer: Any = None,
-) -> LoopSetup:
-    """Check the options and build the loop's setup (shared by every entry point)."""
-    if max_tool_iters < 0:
-        raise ValueError("max_tool_iters must be >= 0")
-    if tools_top_k is not None and tools_top_k < 1:
-        raise ValueError("tools_top_k must be >= 1")
-    if max_identical_calls < 1:
-        raise ValueError("max_identical_calls must be >= 1")
-    owns_executor = executor is None
-    if executor is None:
-        executor = ToolExecutor(
-            tools,
-            timeout=tool_timeout,
-            timeouts=tool_timeouts,
-            max_concurrency=max_concurrency,
-            max_output_chars=max_output_chars,
-            injected=injected,
-            before=_hooks(before_tool_call),
-            after=_hooks(after_tool_call),
-        )
-    names = {d.name for d in executor.definitions}
-    if tool_choice not in ("auto", "none", "required") and tool_choice not in names:
-        raise ValueError(
-            f"tool_choice {tool_choice!r} names no given tool (tools: {', '.join(sorted(names))})"
-        )
-    mode = choose_mode(backend, bool(names), tool_call_parser)
-    if mode == "none":
-        logger.warning(
-            "%d tools given but backend %s does not support function calling and no "
-            "tool_call_parser is configured; tools will be ignored",
-            len(names),
-            backend_label(backend),
-        )
-    return LoopSetup(
-        executor=executor,
-        mode=mode,
-        tool_choice=tool_choice if names else "auto",
-        max_tool_iters=max_tool_iters,
-        params=params,
-        parser=tool_call_parser,
-        stream=stream,
-        max_identical_calls=max_identical_calls,
-        final_answer_on_limit=final_answer_on_limit,
-        cancel=cancel,
-        terminal_validators=dict(terminal_validators or {}),
-        close_executor=owns_executor,
-        tools_top_k=tools_top_k,
-        tool_scorer=tool_scorer,
-    )
-
 
 # -- drivers -----------------------------------------------------------------------------------
 #
@@ -268,12 +107,34 @@ def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-on
 class _Driving:
     """The bookkeeping both drivers share around :func:`loop_steps`."""
 
-    def __init__(self, backend: Backend, setup: LoopSetup, history: list[ChatMessage]) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        setup: LoopSetup,
+        history: list[ChatMessage],
+        resumption: Resumption | None = None,
+    ) -> None:
         self.backend = setup.model(as_backend(backend))
         self.setup = setup
-        self._core = loop_steps(setup, history)
+        self._core = loop_steps(setup, history, resumption)
         self._outcome: Any = None
         self._result: RunResult | None = None
+        self._saved: RunState | None = None
+
+    def checkpoint(self, step: Checkpoint) -> None:
+        """Write the core's state (``checkpoint=PATH``); kept to update call by call."""
+        assert self.setup.checkpoint_path is not None
+        self._saved = step.state
+        step.state.save(self.setup.checkpoint_path)
+
+    def call_ended(self, result: ToolResult) -> None:
+        """One call of the running round ended: the saved state says so at once, so that a
+        crash from here on neither repeats nor loses it."""
+        saved = self._saved
+        if saved is None or saved.round is None or self.setup.checkpoint_path is None:
+            return
+        self._saved = dataclasses.replace(saved, round=saved.round.with_result(result))
+        self._saved.save(self.setup.checkpoint_path)
 
     def steps(self) -> Iterator[Any]:
         """The core's requests and events, each request's outcome sent back on the next step."""
@@ -318,6 +179,9 @@ class _Driving:
 
     def finished(self) -> RunFinished:
         assert self._result is not None
+        path, state = self.setup.checkpoint_path, self._result.state
+        if path is not None and state is not None:
+            state.save(path)  # the ended run: resuming it changes nothing
         return RunFinished(result=self._result)
 
     def close(self) -> None:
@@ -349,6 +213,7 @@ def _execute_sync(driving: _Driving, step: Execute) -> Iterator[LoopEvent]:
     results: dict[int, ToolResult] = {}
     for index, result in setup.executor.iter_batch(step.calls, cancel=setup.cancel):
         results[index] = result
+        driving.call_ended(result)
         yield finished_event(step, index, result)
     yield from driving.executed(step, _in_order(step, results), results)
 
@@ -362,6 +227,7 @@ async def _execute_async(driving: _Driving, step: Execute) -> AsyncGenerator[Loo
     async with contextlib.aclosing(batch) as each:  # type: ignore[type-var]
         async for index, result in each:
             ended[index] = result
+            driving.call_ended(result)
             yield finished_event(step, index, result)
     for event in driving.executed(step, _in_order(step, ended), ended):
         yield event
@@ -377,14 +243,17 @@ def _in_order(step: Execute, results: Mapping[int, ToolResult]) -> list[ToolResu
 
 
 def drive_sync(
-    backend: Backend, setup: LoopSetup, history: list[ChatMessage]
+    backend: Backend,
+    setup: LoopSetup,
+    history: list[ChatMessage],
+    resumption: Resumption | None = None,
 ) -> Iterator[LoopEvent]:
     """Run the loop with blocking calls, yielding its events; the last is ``RunFinished``.
 
     The calls of a round run in parallel worker threads and each one's
     ``ToolExecutionFinished`` arrives as soon as it ends.
     """
-    driving = _Driving(backend, setup, history)
+    driving = _Driving(backend, setup, history, resumption)
     try:
         for step in driving.steps():
             if isinstance(step, Generate):
@@ -394,6 +263,8 @@ def drive_sync(
                             yield event
             elif isinstance(step, Execute):
                 yield from _execute_sync(driving, step)
+            elif isinstance(step, Checkpoint):
+                driving.checkpoint(step)
             else:
                 yield step
         yield driving.finished()
@@ -402,14 +273,17 @@ def drive_sync(
 
 
 async def drive_async(
-    backend: Backend, setup: LoopSetup, history: list[ChatMessage]
+    backend: Backend,
+    setup: LoopSetup,
+    history: list[ChatMessage],
+    resumption: Resumption | None = None,
 ) -> AsyncIterator[LoopEvent]:
     """Run the loop with awaits, yielding its events; the last is ``RunFinished``.
 
     The calls of a round run in parallel and each one's ``ToolExecutionFinished`` arrives as
     soon as it completes.
     """
-    driving = _Driving(backend, setup, history)
+    driving = _Driving(backend, setup, history, resumption)
     try:
         for step in driving.steps():
             if isinstance(step, Generate):
@@ -422,6 +296,8 @@ async def drive_async(
                 async with contextlib.aclosing(_execute_async(driving, step)) as finished:
                     async for event in finished:
                         yield event
+            elif isinstance(step, Checkpoint):
+                driving.checkpoint(step)
             else:
                 yield step
         yield driving.finished()
@@ -531,6 +407,14 @@ def run(
     - ``tools_top_k``: offer the model only the K tools most relevant to the latest request
       (BM25 over names, descriptions and parameters; ``tool_scorer`` with
       ``score(query, tools) -> list[float]`` replaces it); all tools still run [all].
+    - ``approve(call) -> bool | None``: a policy asked before each call runs: ``True`` runs it,
+      ``False`` refuses it (the model is told), ``None`` leaves it to the tool: a tool made
+      with ``requires_approval=True`` stops the run with ``StopReason.APPROVAL_REQUIRED``,
+      ``result.pending`` (the waiting calls) and ``result.state``; the other calls of that turn
+      run first. Continue with :func:`tooluse.resume` [none].
+    - ``checkpoint``: a path where the run's :class:`RunState` is written atomically before
+      every model turn and after every tool result, to :func:`tooluse.resume` it after a crash
+      [none].
 
     An unknown option raises ``TypeError``. Errors of the backend propagate; the run so far
     (messages, trail, usage) is attached to the exception as ``partial_result``

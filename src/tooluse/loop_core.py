@@ -19,22 +19,43 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any, Literal, Union
+from pathlib import Path
+from typing import Any
 
-from tooluse.events import ParseError, StreamEvent
+from tooluse.events import ParseError
 from tooluse.execution.base import AbstractToolExecutor, CancellationToken
+from tooluse.loop_types import (
+    ApprovalRequested,
+    Checkpoint,
+    Execute,
+    Generate,
+    LoopEvent,
+    ModelTurnFinished,
+    RunFinished,
+    RunResult,
+    Step,
+    StopReason,
+    TerminalValidator,
+    ToolExecutionFinished,
+    ToolExecutionStarted,
+    ToolMode,
+    TrailEntry,
+)
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage, new_call_id, render_output
 from tooluse.providers.base import Backend, GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.text_tools import TextToolsBackend
+from tooluse.run_state import Approve, Decision, Deny, Edit, RoundState, RunState
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
+    "ApprovalRequested",
+    "Checkpoint",
     "Execute",
     "Generate",
     "LoopEvent",
     "LoopSetup",
     "ModelTurnFinished",
+    "Resumption",
     "RunFinished",
     "RunResult",
     "StopReason",
@@ -47,232 +68,14 @@ __all__ = [
 
 logger = logging.getLogger("tooluse.loop")
 
-ToolMode = Literal["native", "text", "none"]
+#: Decides a call before it runs: ``True`` run it, ``False`` refuse it, ``None`` the tool's
+#: own ``requires_approval`` decides (ask a person, or run).
+ApprovalPolicy = Callable[[ToolCall], "bool | None"]
 
-
-class StopReason(str, Enum):
-    """Why a run ended."""
-
-    FINAL_TEXT = "final_text"  # the model answered without calling a tool
-    TERMINAL_TOOL = "terminal_tool"  # a terminal tool was called with valid arguments
-    MAX_TOOL_ITERS = "max_tool_iters"  # the model still wanted tools after the last allowed round
-    REPEATED_CALLS = "repeated_calls"  # a round consisted only of refused identical repeats
-    CANCELLED = "cancelled"  # the cancellation token fired
-    ERROR = "error"  # the backend raised (only in the ``partial_result`` attached to the error)
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrailEntry:
-    """One executed (or refused) tool call of a run."""
-
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-    output: str
-    is_error: bool
-    duration: float
-    iteration: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (the shape stored in ``metadata["tool_trail"]``)."""
-        return {
-            "id": self.call_id,
-            "name": self.name,
-            "arguments": self.arguments,
-            "output": self.output,
-            "error": self.is_error,
-            "duration": round(self.duration, 6),
-            "iteration": self.iteration,
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunResult:
-    """What a run produced.
-
-    ``messages`` is the whole valid history (input plus everything the run added; every call id
-    answered once), ``output`` the validated arguments of the terminal call when the run ended
-    on one, ``trail`` every call with its output, ``usage`` summed over all model requests.
-    """
-
-    final_text: str
-    messages: tuple[ChatMessage, ...]
-    stop_reason: StopReason
-    trail: tuple[TrailEntry, ...] = ()
-    usage: Usage = field(default_factory=Usage)
-    output: Any = None
-    iterations: int = 0
-    mode: ToolMode = "native"
-    new_messages_start: int = 0
-
-    @property
-    def new_messages(self) -> tuple[ChatMessage, ...]:
-        """The messages this run added."""
-        return self.messages[self.new_messages_start :]
-
-    @property
-    def last_message(self) -> ChatMessage | None:
-        return self.messages[-1] if self.messages else None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready data: the messages, trail, usage and stop reason (for the trace viewer)."""
-        return {
-            "final_text": self.final_text,
-            "stop_reason": self.stop_reason.value,
-            "messages": [_message_data(m) for m in self.messages],
-            "trail": [t.to_dict() for t in self.trail],
-            "usage": dataclasses.asdict(self.usage),
-            "output": self.output,
-            "iterations": self.iterations,
-            "mode": self.mode,
-            "new_messages_start": self.new_messages_start,
-        }
-
-    def save(self, path: Any) -> None:
-        """Write :meth:`to_dict` as JSON to ``path`` (``tooluse report`` renders it)."""
-        from pathlib import Path
-
-        text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1, default=str)
-        Path(path).write_text(text + "\n", encoding="utf-8")
-
-    @classmethod
-    def load(cls, path: Any) -> RunResult:
-        """A result written by :meth:`save`."""
-        from pathlib import Path
-
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return cls(
-            final_text=data.get("final_text", ""),
-            messages=tuple(_message_from(m) for m in data.get("messages", ())),
-            stop_reason=StopReason(data.get("stop_reason", "final_text")),
-            trail=tuple(
-                TrailEntry(
-                    call_id=t["id"],
-                    name=t["name"],
-                    arguments=t.get("arguments") or {},
-                    output=t.get("output", ""),
-                    is_error=bool(t.get("error")),
-                    duration=float(t.get("duration", 0.0)),
-                    iteration=int(t.get("iteration", 0)),
-                )
-                for t in data.get("trail", ())
-            ),
-            usage=Usage(**data.get("usage", {})),
-            output=data.get("output"),
-            iterations=int(data.get("iterations", 0)),
-            mode=data.get("mode", "native"),
-            new_messages_start=int(data.get("new_messages_start", 0)),
-        )
-
-
-def _message_data(message: ChatMessage) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": message.role, "content": message.content}
-    if message.reasoning:
-        out["reasoning"] = message.reasoning
-    if message.name:
-        out["name"] = message.name
-    if message.tool_calls:
-        out["tool_calls"] = [
-            {"id": c.id, "name": c.name, "arguments": c.arguments, "raw": c.raw_arguments}
-            for c in message.tool_calls
-        ]
-    if message.result is not None:
-        r = message.result
-        out["result"] = {
-            "call_id": r.call_id,
-            "tool_name": r.tool_name,
-            "output": r.output,
-            "is_error": r.is_error,
-        }
-    return out
-
-
-def _message_from(data: dict[str, Any]) -> ChatMessage:
-    result = data.get("result")
-    return ChatMessage(
-        role=data["role"],
-        content=data.get("content", ""),
-        reasoning=data.get("reasoning", ""),
-        name=data.get("name"),
-        tool_calls=tuple(
-            ToolCall(
-                id=c["id"],
-                name=c["name"],
-                arguments=c.get("arguments") or {},
-                raw_arguments=c.get("raw"),
-            )
-            for c in data.get("tool_calls", ())
-        ),
-        result=ToolResult(**result) if result else None,
-    )
-
-
-# -- requests to the driver --------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class Generate:
-    """Ask the model for one turn; the driver sends back a :class:`GenerationResult`."""
-
-    messages: tuple[ChatMessage, ...]
-    tools: tuple[ToolDefinition, ...]
-    tool_choice: ToolChoice
-    params: SamplingParams | None
-    stream: bool
-
-
-@dataclass(frozen=True, kw_only=True)
-class Execute:
-    """Run these calls; the driver sends back one ``ToolResult`` per call, in order.
-
-    The driver also yields one :class:`ToolExecutionFinished` per call (see
-    :func:`finished_event`) as soon as that call ends, or when the whole round is done for an
-    executor that runs rounds its own way.
-    """
-
-    calls: tuple[ToolCall, ...]
-    iteration: int
-
-
-# -- loop events for UIs -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelTurnFinished:
-    """The model finished a turn (``message`` is what was appended to the history)."""
-
-    message: ChatMessage
-    usage: Usage
-    iteration: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class ToolExecutionStarted:
-    call: ToolCall
-    iteration: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class ToolExecutionFinished:
-    call: ToolCall
-    result: ToolResult
-    iteration: int
-    duration: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunFinished:
-    result: RunResult
-
-
-LoopEvent = Union[
-    StreamEvent, ModelTurnFinished, ToolExecutionStarted, ToolExecutionFinished, RunFinished
-]
-
-Step = Union[Generate, Execute, LoopEvent]
-
-#: Checks a terminal call's validated arguments; raise to send the error back to the model.
-TerminalValidator = Callable[[dict[str, Any]], Any]
+_INTERRUPTED = (
+    "interrupted: the run stopped while this call was running, so it may or may not have "
+    "taken effect; it was not run again"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -294,6 +97,8 @@ class LoopSetup:
     # tool retrieval: offer the model only the K tools most relevant to the request
     tools_top_k: int | None = None
     tool_scorer: Any = None
+    approve: ApprovalPolicy | None = None
+    checkpoint_path: Path | None = None
 
     @property
     def tools(self) -> tuple[ToolDefinition, ...]:
@@ -360,21 +165,43 @@ def _terminal_outcome(setup: LoopSetup, call: ToolCall) -> tuple[ToolResult, dic
     return ToolResult.success(call.id, call.name, render_output(arguments)), arguments
 
 
+@dataclass(frozen=True, kw_only=True)
+class Resumption:
+    """A run to continue (``tooluse.resume``): its saved state and the decisions on the calls
+    that wait for one, by call id."""
+
+    state: RunState
+    decisions: Mapping[str, Decision] = field(default_factory=dict)
+
+
 @dataclass
 class _Round:
-    """One round of calls: the results known before execution (terminal, refused) and the
-    calls left to run."""
+    """One round of calls: the results known before execution (terminal, refused, denied),
+    the calls left to run and those waiting for a decision."""
 
     results: dict[str, ToolResult] = field(default_factory=dict)
     to_run: list[ToolCall] = field(default_factory=list)
+    pending: list[ToolCall] = field(default_factory=list)
     terminal_output: dict[str, Any] | None = None
     refused: int = 0
+
+    def state(self, calls: Sequence[ToolCall], *, running: bool = False) -> RoundState:
+        return RoundState(
+            calls=tuple(calls),
+            results=dict(self.results),
+            pending=tuple(c.id for c in self.pending),
+            in_flight=tuple(c.id for c in self.to_run) if running else (),
+            terminal_output=self.terminal_output,
+            refused=self.refused,
+        )
 
 
 class _Run:
     """The state of one run, and the stages of a round that need no I/O."""
 
-    def __init__(self, setup: LoopSetup, history: list[ChatMessage]) -> None:
+    def __init__(
+        self, setup: LoopSetup, history: list[ChatMessage], state: RunState | None = None
+    ) -> None:
         self.setup = setup
         self.history = history
         self.start = len(history)
@@ -386,17 +213,44 @@ class _Run:
         self.usage = Usage()
         self.choice = setup.tool_choice
         self.iteration = 0
+        if state is not None:
+            self.start = state.new_messages_start
+            self.seen.update(state.seen)
+            self.trail = [TrailEntry.from_dict(t) for t in state.trail]
+            self.usage = state.usage
+            self.choice = state.tool_choice
+            self.iteration = state.iteration
+            if state.round is not None:
+                self.used_ids |= {c.id for c in state.round.calls}
 
     @property
     def cancelled(self) -> bool:
         return self.setup.cancel is not None and self.setup.cancel.cancelled
 
-    def finish(self, reason: StopReason, output: Any = None) -> RunResult:
+    def snapshot(self, round_state: RoundState | None = None) -> RunState:
+        """The run as it stands, to save or to resume."""
+        return RunState(
+            messages=tuple(self.history),
+            tool_names=tuple(self.by_name),
+            iteration=self.iteration,
+            new_messages_start=self.start,
+            tool_choice=str(self.choice),
+            seen=dict(self.seen),
+            usage=self.usage,
+            trail=tuple(t.to_dict() for t in self.trail),
+            round=round_state,
+        )
+
+    def finish(
+        self, reason: StopReason, output: Any = None, state: RunState | None = None
+    ) -> RunResult:
         final = ""
         for message in reversed(self.history[self.start :]):
             if message.role == "assistant":
                 final = message.content
                 break
+        if state is None and self.setup.checkpoint_path is not None:
+            state = dataclasses.replace(self.snapshot(), stop_reason=reason.value, output=output)
         return RunResult(
             final_text=final,
             messages=tuple(self.history),
@@ -407,6 +261,7 @@ class _Run:
             iterations=self.iteration,
             mode=self.setup.mode,
             new_messages_start=self.start,
+            state=state,
         )
 
     def request(self, at_limit: bool) -> Generate:
@@ -459,7 +314,7 @@ class _Run:
         return self.finish(StopReason.MAX_TOOL_ITERS)
 
     def plan_round(self, calls: Sequence[ToolCall]) -> _Round:
-        """Settle terminal calls and refused repeats; the rest is left to run."""
+        """Settle terminal calls, refused repeats and approvals; the rest is left to run."""
         plan = _Round()
         for call in calls:
             definition = self.by_name.get(call.name)
@@ -484,8 +339,42 @@ class _Run:
                 )
                 continue
             self.seen[key] += 1
-            plan.to_run.append(call)
+            self._approval(call, definition, plan)
         return plan
+
+    def _approval(self, call: ToolCall, definition: ToolDefinition | None, plan: _Round) -> None:
+        """Put ``call`` where its approval says: to run, refused, or waiting for a person."""
+        verdict = self.setup.approve(call) if self.setup.approve is not None else None
+        if verdict is None and definition is not None and definition.requires_approval:
+            plan.pending.append(call)
+        elif verdict is None or verdict:
+            plan.to_run.append(call)
+        else:
+            reason = "denied: the approval policy refused this call"
+            plan.results[call.id] = ToolResult.failure(call.id, call.name, reason)
+
+    def replan(self, resumption: Resumption) -> tuple[tuple[ToolCall, ...], _Round]:
+        """The round a resumed run stopped in, with the decisions applied: approved and edited
+        calls run, denied ones are answered, and a call that was running when the state was
+        written runs again only if its tool is idempotent."""
+        saved = resumption.state.round
+        assert saved is not None
+        plan = _Round(
+            results=dict(saved.results),
+            terminal_output=saved.terminal_output,
+            refused=saved.refused,
+        )
+        by_id = {c.id: c for c in saved.calls}
+        for call_id in saved.in_flight:
+            call = by_id[call_id]
+            definition = self.by_name.get(call.name)
+            if definition is not None and definition.idempotent:
+                plan.to_run.append(call)
+            else:
+                plan.results[call_id] = ToolResult.failure(call_id, call.name, _INTERRUPTED)
+        for call_id in saved.pending:
+            _decide(by_id[call_id], resumption.decisions.get(call_id), plan)
+        return saved.calls, plan
 
     def close_round(self, calls: Sequence[ToolCall], plan: _Round) -> RunResult | None:
         """Answer every call of the round in order; the result when the run ends here."""
@@ -506,12 +395,59 @@ class _Run:
         return None
 
 
-def loop_steps(setup: LoopSetup, history: list[ChatMessage]) -> Generator[Step, Any, RunResult]:
-    """The tool loop; ``history`` (already valid) is extended in place with the new turns."""
-    run = _Run(setup, history)
+def _decide(call: ToolCall, decision: Decision | None, plan: _Round) -> None:
+    if decision is None:
+        plan.pending.append(call)
+    elif isinstance(decision, Deny):
+        plan.results[call.id] = ToolResult.failure(call.id, call.name, f"denied: {decision.reason}")
+    elif isinstance(decision, Edit):
+        plan.to_run.append(dataclasses.replace(call, arguments=dict(decision.arguments)))
+    elif isinstance(decision, Approve):
+        plan.to_run.append(call)
+    else:
+        raise TypeError(
+            f"a decision is Approve(), Deny(reason) or Edit(arguments), not {decision!r}"
+        )
+
+
+def _play_round(
+    run: _Run, calls: Sequence[ToolCall], plan: _Round
+) -> Generator[Step, Any, RunResult | None]:
+    """Run the round's calls, then answer them all, or stop for the calls that wait."""
+    if plan.to_run:
+        if run.setup.checkpoint_path is not None:
+            yield Checkpoint(state=run.snapshot(plan.state(calls, running=True)))
+        for call in plan.to_run:
+            yield ToolExecutionStarted(call=call, iteration=run.iteration)
+        executed: Sequence[ToolResult] = yield Execute(
+            calls=tuple(plan.to_run), iteration=run.iteration
+        )
+        for call, result in zip(plan.to_run, executed, strict=True):
+            plan.results[call.id] = result
+        plan.to_run = []
+    if plan.pending:
+        state = run.snapshot(plan.state(calls))
+        yield ApprovalRequested(calls=tuple(plan.pending), state=state)
+        return run.finish(StopReason.APPROVAL_REQUIRED, state=state)
+    return run.close_round(calls, plan)
+
+
+def loop_steps(
+    setup: LoopSetup, history: list[ChatMessage], resumption: Resumption | None = None
+) -> Generator[Step, Any, RunResult]:
+    """The tool loop; ``history`` (already valid) is extended in place with the new turns.
+    With a ``resumption``, the run goes on from its saved state (``history`` is its messages)."""
+    run = _Run(setup, history, resumption.state if resumption is not None else None)
+    if resumption is not None and resumption.state.round is not None:
+        calls, plan = run.replan(resumption)
+        ended = yield from _play_round(run, calls, plan)
+        if ended is not None:
+            return ended
     while True:
         if run.cancelled:
             return run.finish(StopReason.CANCELLED)
+        if setup.checkpoint_path is not None:
+            yield Checkpoint(state=run.snapshot())
         at_limit = run.iteration >= setup.max_tool_iters
         try:
             generated: GenerationResult = yield run.request(at_limit)
@@ -532,16 +468,7 @@ def loop_steps(setup: LoopSetup, history: list[ChatMessage]) -> Generator[Step, 
         if at_limit:
             return run.stop_at_limit(calls)
         run.iteration += 1
-        plan = run.plan_round(calls)
-        if plan.to_run:
-            for call in plan.to_run:
-                yield ToolExecutionStarted(call=call, iteration=run.iteration)
-            executed: Sequence[ToolResult] = yield Execute(
-                calls=tuple(plan.to_run), iteration=run.iteration
-            )
-            for call, result in zip(plan.to_run, executed, strict=True):
-                plan.results[call.id] = result
-        ended = run.close_round(calls, plan)
+        ended = yield from _play_round(run, calls, run.plan_round(calls))
         if ended is not None:
             return ended
 

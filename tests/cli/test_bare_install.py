@@ -145,7 +145,7 @@ def test_the_wheel_carries_the_one_version(bare_python):
     # pyproject reads the version from tooluse/__init__.py: the installed metadata, the module
     # attribute and `tooluse --version` say the same, and it is the source tree's.
     written = re.search(
-        r'^__version__ = "([^"]+)"', (SRC / "tooluse" / "__init__.py").read_text(), re.M
+        r'^__version__ = "([^"]+)"', (SRC / "tooluse" / "version.py").read_text(), re.M
     )
     assert written is not None
     code = (

@@ -156,13 +156,17 @@ class ToolDefinition:
     ``parameters`` when both are given. ``function`` is the callable that runs the tool;
     ``injected`` names its parameters that the caller supplies at run time (never the model).
     ``arguments_model`` (set by :meth:`from_callable`/:meth:`from_model`) validates arguments
-    by the signature types.
+    by the signature types. ``requires_approval`` makes a run stop before the call until a
+    person decides (``tooluse.resume``); ``idempotent`` says a call interrupted by a crash may
+    simply run again when the run resumes.
     """
 
     name: str
     description: str = ""
     parameters: tuple[ToolParameter, ...] = ()
     is_terminal: bool = False
+    requires_approval: bool = False
+    idempotent: bool = False
     input_schema: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
     function: Callable[..., Any] | None = field(default=None, compare=False, repr=False)

@@ -9,6 +9,7 @@ shadow them without touching the parent. ``DEFAULT_REGISTRY`` is the process-wid
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, overload
@@ -158,10 +159,12 @@ def tool(
     tool_manager: Any = None,
     ignore_agent: bool = True,
     replace: bool = False,
+    requires_approval: bool = False,
+    idempotent: bool = False,
 ) -> Callable[[F], F]: ...
 
 
-def tool(
+def tool(  # noqa: PLR0913 - the decorator's options, all keyword-only
     fn: Any = None,
     /,
     *,
@@ -172,6 +175,8 @@ def tool(
     tool_manager: Any = None,
     ignore_agent: bool = True,
     replace: bool = False,
+    requires_approval: bool = False,
+    idempotent: bool = False,
 ) -> Any:
     """Make a function a tool: bare (``@tool``) or with options (``@tool(name=...)``).
 
@@ -179,7 +184,8 @@ def tool(
     It is registered in ``registry`` (default: ``DEFAULT_REGISTRY``), or only in
     ``tool_manager`` when one is given (Mesa-LLM style). A parameter named ``agent`` is always
     injected, never shown to the model (``ignore_agent`` is accepted for Mesa-LLM
-    compatibility).
+    compatibility). ``requires_approval=True`` pauses a run before each call of the tool until
+    a person decides; ``idempotent=True`` lets a resumed run repeat a call a crash interrupted.
     """
     del ignore_agent  # the agent parameter is always injected
 
@@ -187,6 +193,10 @@ def tool(
         definition = ToolDefinition.from_callable(
             func, name=name, description=description, is_terminal=is_terminal
         )
+        if requires_approval or idempotent:
+            definition = dataclasses.replace(
+                definition, requires_approval=requires_approval, idempotent=idempotent
+            )
         try:
             setattr(func, TOOL_ATTRIBUTE, definition)
         except (AttributeError, TypeError) as exc:
