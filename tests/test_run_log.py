@@ -116,3 +116,14 @@ def test_a_logged_run_opens_in_the_trace_viewer(log_path, tmp_path):
     (trace,) = load_traces(saved)
     html = render_trace(trace)
     assert "add" in html and "final_text" in trace.stop_reason
+
+
+def test_logs_show_the_cost_of_a_priced_run(log_path):
+    from tooluse import GenerationResult, Usage
+
+    priced = ScriptedBackend([GenerationResult(text="ok", usage=Usage(requests=1, cost=0.0123))])
+    run(priced, "a priced question", log=True)
+    runner = CliRunner()
+    record = json.loads(runner.invoke(app, ["logs", "--json"]).output.splitlines()[0])
+    shown = runner.invoke(app, ["logs", "show", record["id"]])
+    assert "cost $0.012300" in shown.output

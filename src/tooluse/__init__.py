@@ -105,6 +105,7 @@ if TYPE_CHECKING:  # the names loaded on first use, for type checkers (`X as X`:
     from tooluse.formats import render_chat_template as render_chat_template
     from tooluse.providers import AnthropicBackend as AnthropicBackend
     from tooluse.providers import BedrockBackend as BedrockBackend
+    from tooluse.providers import FallbackBackend as FallbackBackend
     from tooluse.providers import GeminiBackend as GeminiBackend
     from tooluse.providers import OpenAIBackend as OpenAIBackend
     from tooluse.providers import register_model_prefix as register_model_prefix
@@ -205,6 +206,7 @@ _MOVED: dict[str, str] = {
     "render_chat_template": "tooluse.formats",
     "AnthropicBackend": "tooluse.providers",
     "BedrockBackend": "tooluse.providers",
+    "FallbackBackend": "tooluse.providers",
     "GeminiBackend": "tooluse.providers",
     "OpenAIBackend": "tooluse.providers",
     "register_model_prefix": "tooluse.providers",

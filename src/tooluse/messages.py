@@ -148,21 +148,27 @@ def _json_default(value: Any) -> Any:
 
 @dataclass(frozen=True, kw_only=True)
 class Usage:
-    """Token counts; adding two gives the sum."""
+    """Token counts and, when the model's price is known, the cost in USD; adding two gives
+    the sum (a cost is known once any part of it is)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
+    cost: float | None = None
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
+        cost = None
+        if self.cost is not None or other.cost is not None:
+            cost = (self.cost or 0.0) + (other.cost or 0.0)
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             requests=self.requests + other.requests,
+            cost=cost,
         )
 
 

@@ -96,6 +96,7 @@ def _print_entry(entry: Any) -> None:
     typer.echo(
         f"stop     {entry.stop_reason}; {entry.duration:.2f} s; "
         f"tokens in {usage.get('input_tokens', 0)}, out {usage.get('output_tokens', 0)}"
+        + (f"; cost ${usage['cost']:.6f}" if usage.get("cost") is not None else "")
     )
     if entry.error:
         typer.echo(f"error    {entry.error}")

@@ -14,6 +14,7 @@ from tooluse.providers.base import (
     as_backend,
 )
 from tooluse.providers.bedrock_backend import BedrockBackend
+from tooluse.providers.fallback import FallbackBackend, FallbackError
 from tooluse.providers.gemini_backend import GeminiBackend
 from tooluse.providers.history import validate_history
 from tooluse.providers.http_transport import RetryPolicy
@@ -31,6 +32,8 @@ __all__ = [
     "Backend",
     "BaseBackend",
     "BedrockBackend",
+    "FallbackBackend",
+    "FallbackError",
     "GeminiBackend",
     "GenerationDone",
     "GenerationResult",

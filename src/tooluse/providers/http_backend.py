@@ -36,6 +36,7 @@ from tooluse.providers.http_transport import (
     aiter_sse_data,
     iter_sse_data,
 )
+from tooluse.providers.prices import cost_of
 from tooluse.providers.wire_common import SSE_DONE, log, restore_tool_names
 from tooluse.tools.definition import ToolDefinition
 from tooluse.tools.tool_names import original_tool_name
@@ -195,6 +196,14 @@ class HTTPBackend(BaseBackend):
         result: GenerationResult = self.wire.decode_response(body, model=self.model)
         return result
 
+    def _finished(
+        self, result: GenerationResult, tools: Sequence[ToolDefinition]
+    ) -> GenerationResult:
+        """The turn as the caller gets it: calls named as offered, the cost filled in."""
+        result = restore_tool_names(result, tools, self.dialect)
+        priced = cost_of(result.usage, self.model_spec.split(":", 1)[0], self.model)
+        return result if priced is result.usage else replace(result, usage=priced)
+
     @property
     def dialect(self) -> str:
         """The wire's schema dialect, which decides the tool names sent and read back."""
@@ -224,7 +233,7 @@ class HTTPBackend(BaseBackend):
         """One assistant turn (text and/or tool calls). History is validated before sending."""
         path, body = self.build_request(messages, tools, params, tool_choice, stream=False)
         result = self.decode(self.transport.post_json(path, body))
-        return restore_tool_names(result, tools, self.dialect)
+        return self._finished(result, tools)
 
     async def agenerate(
         self,
@@ -236,7 +245,7 @@ class HTTPBackend(BaseBackend):
         """Async :meth:`generate`."""
         path, body = self.build_request(messages, tools, params, tool_choice, stream=False)
         result = self.decode(await self.transport.apost_json(path, body))
-        return restore_tool_names(result, tools, self.dialect)
+        return self._finished(result, tools)
 
     def stream(
         self,
@@ -264,7 +273,7 @@ class HTTPBackend(BaseBackend):
         closing, result = _finish_stream(assembler, broken)
         for item in closing:
             yield _named_as_offered(item, tools, self.dialect)
-        yield GenerationDone(result=restore_tool_names(result, tools, self.dialect))
+        yield GenerationDone(result=self._finished(result, tools))
 
     async def astream(
         self,
@@ -287,7 +296,7 @@ class HTTPBackend(BaseBackend):
         closing, result = _finish_stream(assembler, broken)
         for item in closing:
             yield _named_as_offered(item, tools, self.dialect)
-        yield GenerationDone(result=restore_tool_names(result, tools, self.dialect))
+        yield GenerationDone(result=self._finished(result, tools))
 
     def close(self) -> None:
         """Close the HTTP clients."""
