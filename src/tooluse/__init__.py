@@ -110,6 +110,7 @@ if TYPE_CHECKING:  # the names loaded on first use, for type checkers (`X as X`:
     from tooluse.providers import OpenAIBackend as OpenAIBackend
     from tooluse.providers import register_model_prefix as register_model_prefix
     from tooluse.providers import validate_history as validate_history
+    from tooluse.telemetry import instrument as instrument
 
 __all__ = [
     "DEFAULT_REGISTRY",
@@ -211,6 +212,7 @@ _MOVED: dict[str, str] = {
     "OpenAIBackend": "tooluse.providers",
     "register_model_prefix": "tooluse.providers",
     "validate_history": "tooluse.providers",
+    "instrument": "tooluse.telemetry",
 }
 
 

@@ -62,7 +62,7 @@ from tooluse.loop_types import (
     ToolExecutionStarted,
     TrailEntry,
 )
-from tooluse.messages import ChatMessage, ToolResult
+from tooluse.messages import ChatMessage, ToolCall, ToolResult
 from tooluse.providers.base import Backend, GenerationDone, GenerationResult, as_backend
 from tooluse.run_log import log_requested
 from tooluse.run_state import RunState
@@ -120,6 +120,7 @@ class _Driving:
         self._outcome: Any = None
         self._result: RunResult | None = None
         self._saved: RunState | None = None
+        self.trace = setup.tracer.start_run(self.backend) if setup.tracer is not None else None
 
     def checkpoint(self, step: Checkpoint) -> None:
         """Write the core's state (``checkpoint=PATH``); kept to update call by call."""
@@ -127,9 +128,11 @@ class _Driving:
         self._saved = step.state
         step.state.save(self.setup.checkpoint_path)
 
-    def call_ended(self, result: ToolResult) -> None:
-        """One call of the running round ended: the saved state says so at once, so that a
-        crash from here on neither repeats nor loses it."""
+    def call_ended(self, call: ToolCall, result: ToolResult) -> None:
+        """One call of the running round ended: traced, and the saved state says so at once,
+        so that a crash from here on neither repeats nor loses it."""
+        if self.trace is not None:
+            self.trace.tool_finished(call, result)
         saved = self._saved
         if saved is None or saved.round is None or self.setup.checkpoint_path is None:
             return
@@ -157,9 +160,11 @@ class _Driving:
         return item  # type: ignore[no-any-return]
 
     @contextlib.contextmanager
-    def model_turn(self) -> Iterator[None]:
+    def model_turn(self, step: Generate) -> Iterator[None]:
         """Around one model turn: a backend error goes to the core, which attaches the run so
         far to it (``partial_result``) and re-raises it."""
+        if self.trace is not None:
+            self.trace.chat_started(step.messages)
         try:
             yield
             if self._outcome is None:
@@ -167,8 +172,20 @@ class _Driving:
                     f"{backend_label(self.backend)} stream ended without a GenerationDone event"
                 )
         except Exception as exc:
+            if self.trace is not None:
+                self.trace.chat_failed(exc)
+                self.trace.failed(exc)
+                self.trace = None
             self._core.throw(exc)
             raise
+        if self.trace is not None:
+            self.trace.chat_finished(self._outcome)
+
+    def event(self, step: Any) -> Any:
+        """A core event on its way out (tool calls starting are traced)."""
+        if self.trace is not None and isinstance(step, ToolExecutionStarted):
+            self.trace.tool_started(step.call)
+        return step
 
     def executed(
         self, step: Execute, results: Sequence[ToolResult], reported: Collection[int] = ()
@@ -182,9 +199,15 @@ class _Driving:
         path, state = self.setup.checkpoint_path, self._result.state
         if path is not None and state is not None:
             state.save(path)  # the ended run: resuming it changes nothing
+        if self.trace is not None:
+            self.trace.finished(self._result)
+            self.trace = None
         return RunFinished(result=self._result)
 
     def close(self) -> None:
+        if self.trace is not None:  # the consumer left before the run ended
+            self.trace.failed(RuntimeError("the run was not consumed to its end"))
+            self.trace = None
         if self.setup.close_executor:
             self.setup.executor.close()
 
@@ -213,7 +236,7 @@ def _execute_sync(driving: _Driving, step: Execute) -> Iterator[LoopEvent]:
     results: dict[int, ToolResult] = {}
     for index, result in setup.executor.iter_batch(step.calls, cancel=setup.cancel):
         results[index] = result
-        driving.call_ended(result)
+        driving.call_ended(step.calls[index], result)
         yield finished_event(step, index, result)
     yield from driving.executed(step, _in_order(step, results), results)
 
@@ -227,7 +250,7 @@ async def _execute_async(driving: _Driving, step: Execute) -> AsyncGenerator[Loo
     async with contextlib.aclosing(batch) as each:  # type: ignore[type-var]
         async for index, result in each:
             ended[index] = result
-            driving.call_ended(result)
+            driving.call_ended(step.calls[index], result)
             yield finished_event(step, index, result)
     for event in driving.executed(step, _in_order(step, ended), ended):
         yield event
@@ -257,7 +280,7 @@ def drive_sync(
     try:
         for step in driving.steps():
             if isinstance(step, Generate):
-                with driving.model_turn():
+                with driving.model_turn(step):
                     for item in _model_turn_sync(driving.backend, step):
                         if (event := driving.take(item)) is not None:
                             yield event
@@ -266,7 +289,7 @@ def drive_sync(
             elif isinstance(step, Checkpoint):
                 driving.checkpoint(step)
             else:
-                yield step
+                yield driving.event(step)
         yield driving.finished()
     finally:
         driving.close()
@@ -287,7 +310,7 @@ async def drive_async(
     try:
         for step in driving.steps():
             if isinstance(step, Generate):
-                with driving.model_turn():
+                with driving.model_turn(step):
                     async for item in _model_turn_async(driving.backend, step):
                         if (event := driving.take(item)) is not None:
                             yield event
@@ -299,7 +322,7 @@ async def drive_async(
             elif isinstance(step, Checkpoint):
                 driving.checkpoint(step)
             else:
-                yield step
+                yield driving.event(step)
         yield driving.finished()
     finally:
         driving.close()
@@ -412,6 +435,8 @@ def run(
       with ``requires_approval=True`` stops the run with ``StopReason.APPROVAL_REQUIRED``,
       ``result.pending`` (the waiting calls) and ``result.state``; the other calls of that turn
       run first. Continue with :func:`tooluse.resume` [none].
+    - ``tracer``: an OpenTelemetry tracer for this run's spans (``invoke_agent``, ``chat``,
+      ``execute_tool``; see :mod:`tooluse.telemetry`) [the one ``tooluse.instrument()`` set].
     - ``checkpoint``: a path where the run's :class:`RunState` is written atomically before
       every model turn and after every tool result, to :func:`tooluse.resume` it after a crash
       [none].

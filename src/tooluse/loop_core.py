@@ -99,6 +99,8 @@ class LoopSetup:
     tool_scorer: Any = None
     approve: ApprovalPolicy | None = None
     checkpoint_path: Path | None = None
+    # a tooluse.telemetry.RunTracer: the run's spans (None: not traced)
+    tracer: Any = None
 
     @property
     def tools(self) -> tuple[ToolDefinition, ...]:

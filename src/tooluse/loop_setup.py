@@ -5,6 +5,7 @@ the starting history (:func:`initial_history`)."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, Union
@@ -123,6 +124,7 @@ class RunOptions(TypedDict, total=False):
     tool_scorer: Any
     approve: ApprovalPolicy | None
     checkpoint: str | os.PathLike[str] | None
+    tracer: Any
 
 
 def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-only
@@ -150,6 +152,7 @@ def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-on
     tool_scorer: Any = None,
     approve: ApprovalPolicy | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
+    tracer: Any = None,
 ) -> LoopSetup:
     """Check the options and build the loop's setup (shared by every entry point)."""
     _check_limits(max_tool_iters, tools_top_k, max_identical_calls)
@@ -195,7 +198,21 @@ def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-on
         tool_scorer=tool_scorer,
         approve=approve,
         checkpoint_path=Path(checkpoint) if checkpoint is not None else None,
+        tracer=_run_tracer(tracer),
     )
+
+
+def _run_tracer(tracer: Any) -> Any:
+    """The run's tracer: ``tracer`` (an OpenTelemetry tracer), else the one
+    ``tooluse.instrument()`` set, else none."""
+    if tracer is not None:
+        from tooluse.telemetry import RunTracer
+
+        return tracer if isinstance(tracer, RunTracer) else RunTracer(tracer)
+    # Looked up without importing: a program that never called instrument() never loads
+    # OpenTelemetry for its runs.
+    telemetry = sys.modules.get("tooluse.telemetry")
+    return telemetry.current() if telemetry is not None else None
 
 
 def _check_limits(max_tool_iters: int, tools_top_k: int | None, max_identical_calls: int) -> None:
