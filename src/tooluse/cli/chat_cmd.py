@@ -89,6 +89,43 @@ def _read_message(interactive: bool, console: Any) -> str | None:
     return None if not text or text in ("exit", "quit") else text
 
 
+def ask_decisions(console: Any, interactive: bool, calls: Any) -> dict[str, Any]:
+    """Ask about each call that waits for approval: y (run it), n (deny it) or e (edit its
+    arguments as JSON); no answer denies."""
+    import json
+
+    from tooluse.run_state import Approve, Deny, Edit
+
+    def read(prompt: str) -> str:
+        if interactive:
+            return input(prompt)
+        console.print(prompt, end="", markup=False, highlight=False)
+        return sys.stdin.readline()
+
+    decisions: dict[str, Any] = {}
+    for call in calls:
+        arguments = json.dumps(call.arguments, ensure_ascii=False)
+        while call.id not in decisions:
+            try:
+                answer = read(f"approve {call.name}({arguments})? [y/n/e] ").strip().lower()
+            except (EOFError, KeyboardInterrupt):
+                answer = "n"
+            if answer in ("y", "yes"):
+                decisions[call.id] = Approve()
+            elif answer in ("n", "no", ""):
+                decisions[call.id] = Deny(reason="the user said no")
+                console.print(f"  [red]← denied[/] {call.name}: the user said no")
+            elif answer in ("e", "edit"):
+                try:
+                    edited = json.loads(read("arguments (JSON)> ") or "{}")
+                except ValueError as exc:
+                    console.print(f"[red]not JSON:[/] {exc}")
+                    continue
+                if isinstance(edited, dict):
+                    decisions[call.id] = Edit(arguments=edited)
+    return decisions
+
+
 def _show_answer(console: Any, result: Any, printer: TurnPrinter) -> None:
     """The final answer when streaming did not already show it, and why the turn stopped."""
     reason = STOP_REASONS.get(result.stop_reason.value)
@@ -165,21 +202,25 @@ def chat(
     from tooluse import ChatMessage, SamplingParams
     from tooluse.cli.shared import console as make_console
     from tooluse.loop import run
+    from tooluse.loop_resume import resume
 
     console = make_console()
     backend, tool_list, interactive = _start(console, model, tools)
 
     def run_turn(history: list[ChatMessage], printer: TurnPrinter) -> Any:
-        return run(
-            backend,
-            history,
-            tools=tool_list,
-            params=SamplingParams(max_tokens=max_tokens),
-            max_tool_iters=max_tool_iters,
-            stream=True,
-            on_event=printer,
-            log=log,
-        )
+        options: dict[str, Any] = {
+            "tools": tool_list,
+            "params": SamplingParams(max_tokens=max_tokens),
+            "max_tool_iters": max_tool_iters,
+            "stream": True,
+            "on_event": printer,
+        }
+        result = run(backend, history, log=log, **options)
+        while result.stop_reason.value == "approval_required":
+            printer.end_line()
+            decisions = ask_decisions(console, interactive, result.pending)
+            result = resume(backend, result.state, decisions=decisions, **options)
+        return result
 
     history: list[ChatMessage] = [ChatMessage.system(system)] if system else []
     succeeded = failed = 0
