@@ -52,6 +52,7 @@ from tooluse.execution import (
 )
 from tooluse.loop import RunOptions, RunResult, StopReason, arun, iter_run, run
 from tooluse.loop_resume import aresume, resume
+from tooluse.media import File, Image, MediaError
 from tooluse.messages import (
     ChatMessage,
     ProviderState,
@@ -130,13 +131,16 @@ __all__ = [
     "Deny",
     "Edit",
     "ExtractionError",
+    "File",
     "GenerationDone",
     "GenerationResult",
     "GrammarError",
     "HistoryError",
+    "Image",
     "IncompleteStreamError",
     "Injected",
     "MCPError",
+    "MediaError",
     "MissingDependencyError",
     "ModelCapabilities",
     "ParseError",

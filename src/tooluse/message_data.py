@@ -5,10 +5,12 @@ turn (reasoning signatures included). Used by saved run states; values that are 
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from typing import Any
 
+from tooluse.media import File, Image, MediaPart
 from tooluse.messages import (
     AssistantPart,
     ChatMessage,
@@ -79,7 +81,25 @@ def result_to_data(result: ToolResult) -> dict[str, Any]:
         "is_error": result.is_error,
         "structured": _plain(result.structured),
         "metadata": _plain(result.metadata),
+        "parts": [_media_to_data(p) for p in result.parts],
     }
+
+
+def _media_to_data(part: MediaPart) -> Any:
+    if isinstance(part, str):
+        return part
+    kind = "image" if isinstance(part, Image) else "file"
+    data = {"type": kind, "media_type": part.media_type, "data": part.base64}
+    return {**data, "name": part.name} if isinstance(part, File) else data
+
+
+def _media_from_data(data: Any) -> MediaPart:
+    if isinstance(data, str):
+        return data
+    raw = base64.b64decode(data["data"])
+    if data["type"] == "image":
+        return Image(data=raw, media_type=data["media_type"])
+    return File(data=raw, media_type=data["media_type"], name=data.get("name", "document"))
 
 
 def result_from_data(data: Mapping[str, Any]) -> ToolResult:
@@ -91,6 +111,7 @@ def result_from_data(data: Mapping[str, Any]) -> ToolResult:
         is_error=bool(data.get("is_error")),
         structured=data.get("structured"),
         metadata=dict(data.get("metadata") or {}),
+        parts=tuple(_media_from_data(p) for p in data.get("parts") or ()),
     )
 
 

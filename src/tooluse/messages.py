@@ -10,6 +10,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
+from tooluse.media import File, Image, MediaPart
+
 __all__ = [
     "AssistantPart",
     "ChatMessage",
@@ -83,7 +85,12 @@ class ToolCall:
 
 @dataclass(frozen=True, kw_only=True)
 class ToolResult:
-    """The outcome of one tool call; exactly one per call id."""
+    """The outcome of one tool call; exactly one per call id.
+
+    ``output`` is the text every model reads. ``parts`` is set when the tool returned images
+    or files (alone or in a list with text): the providers with vision get those parts in
+    their own form, and ``output`` holds the text with a placeholder for each image or file.
+    """
 
     call_id: str
     tool_name: str
@@ -91,12 +98,28 @@ class ToolResult:
     is_error: bool = False
     structured: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    parts: tuple[MediaPart, ...] = ()
+
+    @property
+    def media(self) -> tuple[Image | File, ...]:
+        """The images and files among the parts."""
+        return tuple(p for p in self.parts if not isinstance(p, str))
 
     @classmethod
     def success(
         cls, call_id: str, tool_name: str, output: Any, *, structured: Any = None, **metadata: Any
     ) -> ToolResult:
-        """A successful result; non-string output is rendered as JSON (or ``str``)."""
+        """A successful result; non-string output is rendered as JSON (or ``str``); images and
+        files (or a list holding some) become ``parts``."""
+        parts = media_parts(output)
+        if parts:
+            return cls(
+                call_id=call_id,
+                tool_name=tool_name,
+                output=parts_text(parts),
+                metadata=dict(metadata),
+                parts=parts,
+            )
         return cls(
             call_id=call_id,
             tool_name=tool_name,
@@ -121,6 +144,21 @@ class ToolResult:
             is_error=True,
             metadata=dict(metadata),
         )
+
+
+def media_parts(output: Any) -> tuple[MediaPart, ...]:
+    """``output`` as result parts when it holds images or files (else ``()``): an image or a
+    file alone, or a list of them and texts (other items are rendered as text)."""
+    if isinstance(output, (Image, File)):
+        return (output,)
+    if isinstance(output, (list, tuple)) and any(isinstance(o, (Image, File)) for o in output):
+        return tuple(o if isinstance(o, (str, Image, File)) else render_output(o) for o in output)
+    return ()
+
+
+def parts_text(parts: tuple[MediaPart, ...]) -> str:
+    """The text of result parts, each image or file as its placeholder."""
+    return "\n".join(p if isinstance(p, str) else p.placeholder() for p in parts)
 
 
 def render_output(output: Any) -> str:

@@ -216,7 +216,7 @@ def chat(
             "on_event": printer,
         }
         result = run(backend, history, log=log, **options)
-        while result.stop_reason.value == "approval_required":
+        while result.stop_reason.value == "approval_required" and result.state is not None:
             printer.end_line()
             decisions = ask_decisions(console, interactive, result.pending)
             result = resume(backend, result.state, decisions=decisions, **options)

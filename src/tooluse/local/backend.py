@@ -47,6 +47,7 @@ from tooluse.providers.base import (
     StreamItem,
     ToolChoice,
     final_result,
+    without_media,
 )
 from tooluse.sync_bridge import aiter_on_thread
 from tooluse.tools.definition import ToolDefinition
@@ -217,6 +218,7 @@ class LlamaCppBackend(BaseBackend):
             supports_streaming=True,
             supports_parallel_tool_calls=True,
             supports_tool_choice_required=True,
+            supports_vision=False,
         )
 
     @property
@@ -256,8 +258,9 @@ class LlamaCppBackend(BaseBackend):
     # -- prompt -------------------------------------------------------------------------------
 
     def render(self, messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition] = ()) -> str:
-        """The prompt text the model sees for ``messages`` with ``tools`` listed."""
-        dicts = self.profile.to_template_messages(messages, tools)
+        """The prompt text the model sees for ``messages`` with ``tools`` listed (images and
+        files of tool results as their text placeholders: the model has no vision)."""
+        dicts = self.profile.to_template_messages(without_media(messages, self.model_name), tools)
         return render_prompt(self.chat_template, dicts, bos_token=self._bos, eos_token=self._eos)
 
     def count_tokens(self, text: str) -> int:

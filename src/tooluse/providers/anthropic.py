@@ -26,7 +26,8 @@ from tooluse.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from tooluse.messages import ChatMessage, ProviderState, Usage
+from tooluse.media import Image
+from tooluse.messages import ChatMessage, ProviderState, ToolResult, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.call_ids import CallIdMapper
 from tooluse.providers.claude_models import apply_sampling_rules
@@ -150,11 +151,33 @@ def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) 
         out.append({"role": role, "content": list(blocks)})
 
 
-def _result_block(result: Any, wire: str) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": wire, "content": result.output}
+def _result_block(result: ToolResult, wire: str) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": wire,
+        "content": _content(result),
+    }
     if result.is_error:
         block["is_error"] = True
     return block
+
+
+def _content(result: ToolResult) -> str | list[dict[str, Any]]:
+    """A ``tool_result``'s content: its text, or text, image and document blocks."""
+    if not result.media:
+        return result.output
+    blocks: list[dict[str, Any]] = []
+    for part in result.parts:
+        if isinstance(part, str):
+            if part:
+                blocks.append({"type": "text", "text": part})
+            continue
+        kind = "image" if isinstance(part, Image) else "document"
+        source = {"type": "base64", "media_type": part.media_type, "data": part.base64}
+        if kind == "document" and part.media_type.startswith("text/"):
+            source = {"type": "text", "media_type": "text/plain", "data": part.data.decode()}
+        blocks.append({"type": kind, "source": source})
+    return blocks
 
 
 def _assistant_blocks(

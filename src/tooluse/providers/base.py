@@ -12,6 +12,8 @@ llama.cpp backend, ``TextToolsBackend`` and the scripted test backend are all ``
 from __future__ import annotations
 
 import abc
+import dataclasses
+import logging
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Union, runtime_checkable
@@ -35,7 +37,10 @@ __all__ = [
     "ToolChoice",
     "final_result",
     "result_events",
+    "without_media",
 ]
+
+log = logging.getLogger("tooluse.providers")
 
 # "auto" | "none" | "required" | a tool name (forces that tool)
 ToolChoice = Union[Literal["auto", "none", "required"], str]
@@ -70,6 +75,8 @@ class ModelCapabilities:
     supports_named_tool_choice: bool = True
     # Whether a tool result can be flagged as an error on the wire (else "Error: ..." text).
     supports_error_results: bool = True
+    # Whether images and files in tool results can be sent (else their text placeholders are).
+    supports_vision: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,6 +133,25 @@ def final_result(events: Iterable[Any]) -> GenerationResult:
         if isinstance(event, GenerationDone):
             return event.result
     raise BackendError("the generation ended without a result")
+
+
+def without_media(messages: Sequence[ChatMessage], model: str) -> list[ChatMessage]:
+    """``messages`` with the images and files of tool results left out (their text
+    placeholders stay), for a model without vision; says so once in the log."""
+    out, dropped = [], 0
+    for message in messages:
+        result = message.result
+        if result is not None and result.media:
+            dropped += len(result.media)
+            message = dataclasses.replace(message, result=dataclasses.replace(result, parts=()))
+        out.append(message)
+    if dropped:
+        log.warning(
+            "%s has no vision: %d image(s)/file(s) of tool results were sent as text placeholders",
+            model or "the model",
+            dropped,
+        )
+    return out
 
 
 def result_events(result: GenerationResult) -> Iterator[StreamItem]:

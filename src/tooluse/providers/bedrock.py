@@ -28,6 +28,7 @@ from tooluse.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from tooluse.media import Image
 from tooluse.messages import ChatMessage, ProviderState, ToolResult, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.call_ids import CallIdMapper
@@ -187,8 +188,32 @@ def _result_block(result: ToolResult, wire: str, error_status: bool) -> dict[str
         block["content"] = [{"text": result.output}]
         block["status"] = "error"
     else:
-        block["content"] = [{"text": result_text(result)}]
+        block["content"] = _content(result)
     return {"toolResult": block}
+
+
+_FORMATS = {"image/jpeg": "jpeg", "image/png": "png", "image/gif": "gif", "image/webp": "webp"}
+_DOCUMENTS = {"application/pdf": "pdf", "text/plain": "txt", "text/csv": "csv", "text/html": "html",
+              "text/markdown": "md"}  # fmt: skip
+
+
+def _content(result: ToolResult) -> list[dict[str, Any]]:
+    """A ``toolResult``'s content blocks: text, image and document blocks (bytes as base64)."""
+    if not result.media:
+        return [{"text": result_text(result)}]
+    blocks: list[dict[str, Any]] = []
+    for part in result.parts:
+        if isinstance(part, str):
+            if part:
+                blocks.append({"text": part})
+        elif isinstance(part, Image):
+            source = {"bytes": part.base64}
+            blocks.append({"image": {"format": _FORMATS[part.media_type], "source": source}})
+        else:
+            name = "".join(c if c.isalnum() else "-" for c in part.name)[:200] or "document"
+            document = {"format": _DOCUMENTS[part.media_type], "name": name}
+            blocks.append({"document": {**document, "source": {"bytes": part.base64}}})
+    return blocks
 
 
 def _assistant_blocks(

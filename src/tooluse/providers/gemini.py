@@ -98,6 +98,7 @@ def _contents(messages: Sequence[ChatMessage], model: str) -> list[dict[str, Any
         if isinstance(turn, ResultBatch):
             synthetic = {c.id for c in turn.calls if c.synthetic_id}
             parts = [_response_part(r, wire_id, r.call_id in synthetic) for r in turn.results]
+            parts += [part for r in turn.results for part in _media_parts(r)]
             _append(contents, "user", parts)
         elif turn.role == "assistant":
             _append(contents, "model", _model_parts(turn, wire_id, model))
@@ -153,6 +154,11 @@ def _response_part(result: ToolResult, wire_id: CallIdMapper, synthetic: bool) -
     if not synthetic:
         payload["id"] = wire_id(result.call_id)
     return {"functionResponse": payload}
+
+
+def _media_parts(result: ToolResult) -> list[dict[str, Any]]:
+    """Images and files a result returned, as ``inlineData`` parts after its response."""
+    return [{"inlineData": {"mimeType": p.media_type, "data": p.base64}} for p in result.media]
 
 
 def _signature(state: ProviderState | None, model: str) -> str | None:

@@ -28,6 +28,7 @@ from tooluse.providers.base import (
     ModelCapabilities,
     SamplingParams,
     ToolChoice,
+    without_media,
 )
 from tooluse.providers.http_transport import (
     HTTPTransport,
@@ -179,6 +180,8 @@ class HTTPBackend(BaseBackend):
         stream: bool,
     ) -> tuple[str, dict[str, Any]]:
         """``(path, body)`` of the request."""
+        if not self.capabilities.supports_vision:
+            messages = without_media(messages, self.model)
         body: dict[str, Any] = self.wire.encode_request(
             messages,
             tools,

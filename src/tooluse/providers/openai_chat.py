@@ -22,6 +22,7 @@ from tooluse.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from tooluse.media import Image
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage, new_call_id
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.call_ids import CallIdMapper, IdStyle
@@ -83,6 +84,9 @@ def encode_request(
                 {"role": "tool", "tool_call_id": wire_id(r.call_id), "content": result_text(r)}
                 for r in turn.results
             )
+            media = _media_message(turn.results, wire_id)
+            if media is not None:
+                out.append(media)
         elif turn.role == "assistant":
             out.append(_assistant(turn, wire_id, empty_content))
         else:
@@ -103,6 +107,29 @@ def encode_request(
         )
     _apply_params(body, params, bool(tools), model)
     return body
+
+
+def _media_message(results: Sequence[ToolResult], wire_id: CallIdMapper) -> dict[str, Any] | None:
+    """Tool messages take text only: the images and files that results returned follow them
+    in one user message, each introduced by the call it answers (the documented way)."""
+    content: list[dict[str, Any]] = []
+    for result in results:
+        if not result.media:
+            continue
+        content.append(
+            {
+                "type": "text",
+                "text": f"The result of {result.tool_name} ({wire_id(result.call_id)}):",
+            }
+        )
+        for part in result.media:
+            if isinstance(part, Image):
+                content.append({"type": "image_url", "image_url": {"url": part.data_url}})
+            else:
+                content.append(
+                    {"type": "file", "file": {"filename": part.name, "file_data": part.data_url}}
+                )
+    return {"role": "user", "content": content} if content else None
 
 
 def _assistant(

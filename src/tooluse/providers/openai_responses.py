@@ -25,7 +25,8 @@ from tooluse.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from tooluse.messages import ChatMessage, ProviderState, TextPart, ToolCall, Usage
+from tooluse.media import Image
+from tooluse.messages import ChatMessage, ProviderState, TextPart, ToolCall, ToolResult, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.call_ids import CallIdMapper
 from tooluse.providers.openai_chat import result_text
@@ -68,7 +69,7 @@ def encode_request(
                 {
                     "type": "function_call_output",
                     "call_id": wire_id(r.call_id),
-                    "output": result_text(r),
+                    "output": _output(r),
                 }
                 for r in turn.results
             )
@@ -100,6 +101,21 @@ def encode_request(
             log.warning("the Responses API has no stop sequences or seed; not sent")
         body.update(params.extra)
     return body
+
+
+def _output(result: ToolResult) -> str | list[dict[str, Any]]:
+    """A result's ``output``: its text, or input parts when it holds images or files."""
+    if not result.media:
+        return result_text(result)
+    parts: list[dict[str, Any]] = []
+    for part in result.parts:
+        if isinstance(part, str):
+            parts.append({"type": "input_text", "text": part})
+        elif isinstance(part, Image):
+            parts.append({"type": "input_image", "image_url": part.data_url, "detail": "auto"})
+        else:
+            parts.append({"type": "input_file", "filename": part.name, "file_data": part.data_url})
+    return parts
 
 
 def _assistant_items(
