@@ -9,11 +9,13 @@ shadow them without touching the parent. ``DEFAULT_REGISTRY`` is the process-wid
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, overload
 
 from tooluse.errors import ToolDefinitionError, ToolNotFoundError
+from tooluse.tools.callable_schema import is_unbound_method
 from tooluse.tools.definition import ToolDefinition
 from tooluse.tools.normalise import TOOL_ATTRIBUTE, as_tool
 
@@ -180,6 +182,10 @@ def tool(
     ``tool_manager`` when one is given (Mesa-LLM style). A parameter named ``agent`` is always
     injected, never shown to the model (``ignore_agent`` is accepted for Mesa-LLM
     compatibility).
+
+    On a method in a class body the instance is never a parameter: the tool is
+    ``instance.method`` (bound on access), and nothing is registered until there is an
+    instance to call. A bound method (``tool(obj.method)``) is registered bound.
     """
     del ignore_agent  # the agent parameter is always injected
 
@@ -187,14 +193,21 @@ def tool(
         definition = ToolDefinition.from_callable(
             func, name=name, description=description, is_terminal=is_terminal
         )
-        try:
-            setattr(func, TOOL_ATTRIBUTE, definition)
-        except (AttributeError, TypeError) as exc:
-            raise ToolDefinitionError(f"cannot attach a tool definition to {func!r}") from exc
+        if not inspect.ismethod(func):  # a bound method is registered as it is
+            try:
+                setattr(func, TOOL_ATTRIBUTE, definition)
+            except (AttributeError, TypeError) as exc:
+                raise ToolDefinitionError(f"cannot attach a tool definition to {func!r}") from exc
+        if is_unbound_method(func):
+            # no instance exists yet: the tool is `instance.method`, bound on access
+            return func
+        entry = definition if inspect.ismethod(func) else func
         if tool_manager is not None:
-            tool_manager.register(func)
+            tool_manager.register(entry)
         else:
-            (registry if registry is not None else DEFAULT_REGISTRY).register(func, replace=replace)
+            (registry if registry is not None else DEFAULT_REGISTRY).register(
+                entry, replace=replace
+            )
         return func
 
     if fn is not None:
