@@ -149,7 +149,11 @@ def _json_prompt(tools: Sequence[ToolDefinition], example: str) -> str:
 class _CommandMachine(BlockCallMachine):
     think_open = "<|START_THINKING|>"
     think_close = "<|END_THINKING|>"
-    blocks = {"<|START_ACTION|>": ("<|END_ACTION|>",), "Action: ```json": ("```",)}
+    blocks = {
+        "<|START_ACTION|>": ("<|END_ACTION|>",),
+        "Action: ```json": ("```",),
+        "Action:\n```json": ("```",),  # as Command R+'s template writes it
+    }
     drop_markers = ("<|START_RESPONSE|>", "<|END_RESPONSE|>")
     json_blocks = True  # "<|END_ACTION|>" inside a string value is text of that value
 
