@@ -4,6 +4,7 @@ go back to the model as argument errors, changed ones are listed as coercions.""
 from __future__ import annotations
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 
 from tooluse import GenerationResult, ScriptedBackend, ToolCall, run
 from tooluse.errors import ToolArgumentError
@@ -102,3 +103,36 @@ def test_loop_sends_the_repeated_items_back_to_the_model():
     assert "items must be unique" in replies[0]
     assert replies[1] == "ok"
     assert seen == [{"a", "b"}]
+
+
+class Point(BaseModel):
+    x: int
+    y: int = 0
+
+
+class StrictPoint(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    x: int
+
+
+def place(at: Point, label: str = "") -> str:
+    """Place a label at a point."""
+    return f"{label}@{at.x},{at.y}"
+
+
+def place_strict(at: StrictPoint) -> str:
+    """Place at a point."""
+    return str(at.x)
+
+
+def test_name_a_nested_model_ignores_is_a_coercion():
+    report = as_tool(place).validate_arguments_report({"at": {"x": 1, "z": 3}, "label": "a"})
+    assert report.arguments["at"] == Point(x=1)
+    assert [(c.path, c.kind, c.original, c.value) for c in report.coercions] == [
+        ("at.z", "dropped: Point has no field of that name", 3, "(dropped)")
+    ]
+
+
+def test_nested_model_that_forbids_unknown_names_still_reports_them():
+    with pytest.raises(ToolArgumentError, match="at.z"):
+        as_tool(place_strict).validate_arguments_report({"at": {"x": 1, "z": 3}})

@@ -5,7 +5,7 @@ into ``dict[int, ...]`` keys by number, so ``"1"`` and ``"01"`` become one key. 
 compares what the model sent with what the function would get: items or keys that would be
 lost are problems for the model to fix, keys whose text changed are reported as coercions.
 A JSON object with a repeated key keeps its last value (as JSON parsers do); that is reported
-too.
+too, and so is a name a nested pydantic model has no field for (which it ignores).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import json
 import re
 from collections.abc import Mapping, Set
 from typing import Any
+
+from pydantic import BaseModel
 
 from tooluse.tools.argument_messages import (
     join_path,
@@ -59,7 +61,33 @@ def lost_members(
             )
         elif isinstance(before, dict) and isinstance(after, Mapping):
             _compare_keys(before, after, where, problems, changes, stack)
+        elif isinstance(before, dict) and isinstance(after, BaseModel):
+            _compare_fields(before, after, where, changes, stack)
     return problems, changes
+
+
+def _compare_fields(
+    before: dict[str, Any],
+    after: BaseModel,
+    where: str,
+    changes: list[tuple[str, str, Any, Any]],
+    stack: list[tuple[Any, Any, str]],
+) -> None:
+    """A pydantic model ignores names it has no field for (its default): each is a change."""
+    by_name: dict[str, str] = {}
+    for field_name, field in type(after).model_fields.items():
+        by_name[field_name] = field_name
+        for alias in (field.alias, field.validation_alias):
+            if isinstance(alias, str):
+                by_name[alias] = field_name
+    model = type(after).__name__
+    for key, value in before.items():
+        known = by_name.get(key)
+        if known is None:
+            kind = f"dropped: {model} has no field of that name"
+            changes.append((join_path(where, key), kind, value, "(dropped)"))
+        else:
+            stack.append((value, getattr(after, known), join_path(where, key)))
 
 
 def _compare_keys(

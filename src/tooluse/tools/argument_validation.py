@@ -371,26 +371,35 @@ def _allows_non_finite(model: type[BaseModel] | None) -> bool:
 
 
 def _reads_lossily(model: type[BaseModel] | None) -> bool:
-    """Whether reading into ``model`` could drop or merge values: a set, or a dict whose keys
-    are not strings, anywhere in its fields."""
+    """Whether reading into ``model`` could drop or merge values: a set, a dict whose keys are
+    not strings, or a nested model that ignores unknown names, anywhere in its fields."""
     if model is None:
         return False
-    stack: list[Any] = [getattr(model, "__pydantic_core_schema__", None)]
+    root = getattr(model, "__pydantic_core_schema__", None)
+    stack: list[Any] = [root.get("schema") if isinstance(root, dict) else None]
     seen = 0
     while stack and seen < 10_000:
         node = stack.pop()
         seen += 1
         if isinstance(node, dict):
-            kind = node.get("type")
-            if kind in ("set", "frozenset"):
-                return True
-            keys = node.get("keys_schema")
-            if kind == "dict" and isinstance(keys, dict) and keys.get("type") not in ("str", None):
+            if _lossy_node(node):
                 return True
             stack.extend(v for k, v in node.items() if k not in ("cls", "metadata"))
         elif isinstance(node, (list, tuple)):
             stack.extend(node)
     return False
+
+
+def _lossy_node(node: dict[str, Any]) -> bool:
+    kind = node.get("type")
+    if kind in ("set", "frozenset"):
+        return True
+    keys = node.get("keys_schema")
+    if kind == "dict" and isinstance(keys, dict) and keys.get("type") not in ("str", None):
+        return True
+    config = node.get("config")
+    extra = config.get("extra_fields_behavior") if isinstance(config, dict) else None
+    return kind == "model" and extra not in ("forbid", "allow")
 
 
 class ArgumentValidator:
