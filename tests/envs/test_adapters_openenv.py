@@ -242,7 +242,7 @@ def test_base_url_or_server_is_required():
 
 def test_missing_extra_names_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "openenv.core.generic_client", None)
-    with pytest.raises(MissingDependencyError, match=r"tooluse\[openenv\]") as caught:
+    with pytest.raises(MissingDependencyError) as caught:
         environment_registry.get(name="guess", adapter="openenv", base_url="http://127.0.0.1:9")
     assert "--no-deps 'openenv-core==0.3.0'" in str(caught.value)
 

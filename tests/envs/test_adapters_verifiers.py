@@ -276,7 +276,7 @@ def test_bad_environments_get_clear_errors():
 
 def test_missing_extra_names_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "verifiers", None)
-    with pytest.raises(MissingDependencyError, match=r"tooluse\[verifiers\]") as caught:
+    with pytest.raises(MissingDependencyError) as caught:
         environment_registry.get(name="anything", adapter="verifiers")
     assert "--no-deps 'verifiers==0.1.14'" in str(caught.value)
 

@@ -273,7 +273,7 @@ def test_call_takes_the_agent_inside_the_arguments(manager):
 def test_unknown_tool_is_a_value_error_and_a_tooluse_error(manager):
     from tooluse.errors import ToolNotFoundError
 
-    with pytest.raises(ValueError, match="unknown tool 'nope'") as info:
+    with pytest.raises(ValueError, match="Tool 'nope' not found") as info:
         manager.call("nope", {})
     assert isinstance(info.value, ToolNotFoundError)
 

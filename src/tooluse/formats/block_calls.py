@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tooluse.formats.base import StreamMachine, TextFormatParser, tools_json_lines
-from tooluse.formats.lexer import MarkerSet
+from tooluse.formats.lexer import CodeReader, MarkerSet
 from tooluse.formats.literals import LiteralSyntaxError, decode_arguments
 from tooluse.tools.definition import ToolDefinition
 
@@ -46,6 +46,8 @@ class BlockCallMachine(StreamMachine):
     blocks: dict[str, tuple[str, ...]] = {}
     #: Markers removed from content.
     drop_markers: tuple[str, ...] = ()
+    #: Blocks hold JSON: a closer counts only outside its string values (one closer per opener).
+    json_blocks = False
 
     def _call_openers(self) -> tuple[str, ...]:
         return tuple(self.blocks)
@@ -57,6 +59,11 @@ class BlockCallMachine(StreamMachine):
             texts.append(self.think_open)
         self._text_markers = MarkerSet(texts)
         self._closers = {opener: MarkerSet(ends) for opener, ends in self.blocks.items()}
+        self._readers = (
+            {opener: CodeReader(ends[0]) for opener, ends in self.blocks.items()}
+            if self.json_blocks
+            else {}
+        )
         self._opener = ""
         self._state = "text"
 
@@ -71,7 +78,11 @@ class BlockCallMachine(StreamMachine):
             elif marker == self.think_open:
                 self._enter_reasoning()
             return True
-        got = self._collect_until(self._closers[self._opener])
+        reader = self._readers.get(self._opener)
+        if reader is not None:
+            got = self._collect_code(reader)
+        else:
+            got = self._collect_until(self._closers[self._opener])
         if got is None:
             return False
         body, closer = got
@@ -138,8 +149,13 @@ def _json_prompt(tools: Sequence[ToolDefinition], example: str) -> str:
 class _CommandMachine(BlockCallMachine):
     think_open = "<|START_THINKING|>"
     think_close = "<|END_THINKING|>"
-    blocks = {"<|START_ACTION|>": ("<|END_ACTION|>",), "Action: ```json": ("```",)}
+    blocks = {
+        "<|START_ACTION|>": ("<|END_ACTION|>",),
+        "Action: ```json": ("```",),
+        "Action:\n```json": ("```",),  # as Command R+'s template writes it
+    }
     drop_markers = ("<|START_RESPONSE|>", "<|END_RESPONSE|>")
+    json_blocks = True  # "<|END_ACTION|>" inside a string value is text of that value
 
     def _read_block(self, opener: str, body: str, closer: str | None) -> None:
         value = self._decode_json_block(opener, body, closer)
@@ -181,6 +197,7 @@ class _ApertusMachine(BlockCallMachine):
     think_open = "<|inner_prefix|>"
     think_close = "<|inner_suffix|>"
     blocks = {"<|tools_prefix|>": ("<|tools_suffix|>",)}
+    json_blocks = True  # "<|tools_suffix|>" inside a string value is text of that value
 
     def _read_block(self, opener: str, body: str, closer: str | None) -> None:
         value = self._decode_json_block(opener, body, closer)
@@ -292,6 +309,8 @@ class KimiK3Parser(TextFormatParser):
 # -- MiniMax-M3 -----------------------------------------------------------------------------------
 _NS = "]<]minimax[>["
 _TAG = re.compile(r"<(/?)([A-Za-z_][\w.\-:]*)([^<>]*)>")
+#: MiniMax-M3's structure tags all carry the namespace token; a plain ``<b>`` is value text.
+_NS_TAG = re.compile(re.escape(_NS) + _TAG.pattern)
 _NAME_ATTR = re.compile(r"""name\s*=\s*["']([^"']*)["']""")
 #: Tag nesting read as structure (bounds the work an unmatched closing tag costs).
 _MAX_DEPTH = 32
@@ -307,12 +326,12 @@ class _Element:
         self.closed = False
 
 
-def _element_tree(body: str) -> _Element:
-    """A forgiving tree of the tags in ``body`` (an unmatched closing tag is ignored)."""
+def _element_tree(body: str, tags: re.Pattern[str] = _TAG) -> _Element:
+    """A forgiving tree of the ``tags`` in ``body`` (an unmatched closing tag is ignored)."""
     root = _Element("", "")
     stack = [root]
     pos = 0
-    for match in _TAG.finditer(body):
+    for match in tags.finditer(body):
         stack[-1].text.append(body[pos : match.start()])
         pos = match.end()
         closing, tag, attrs = match.group(1), match.group(2), match.group(3)
@@ -360,7 +379,7 @@ class _MiniMaxM3Machine(BlockCallMachine):
 
     def _read_block(self, opener: str, body: str, closer: str | None) -> None:
         raw = opener + body + (closer or "")
-        tree = _element_tree(body.replace(_NS, ""))
+        tree = _element_tree(body, _NS_TAG)
         invokes = [child for child in tree.children if child.tag == "invoke"]
         if not invokes:
             self._error("tool call block has no <invoke>", raw)

@@ -415,6 +415,15 @@ class _FunctionaryV32Machine(_JsonFormatMachine):
         return True
 
     def _header_step(self) -> bool:
+        if not any(self._header_parts):
+            # ">>>>NAME": the separator is the last three of a run of ">" (text before a call
+            # may end in ">"), so the ones before it are content
+            run = self._pos
+            while run < len(self._buf) and self._buf[run] == ">":
+                run += 1
+            if run > self._pos:
+                self._emit_text(self._buf[self._pos : run])
+                self._pos = run
         found = self._header_end.find(self._buf, self._pos, self._final)
         self._header_parts.append(self._buf[self._pos : found.text_end])
         self._pos = found.text_end

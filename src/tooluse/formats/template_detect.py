@@ -11,6 +11,7 @@ text found in the template.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -111,31 +112,63 @@ _PROBES: tuple[tuple[tuple[str, dict[str, Any]], ...], ...] = (
     (("get_weather", {"days": 3}), ("get_time", {"offset": 2})),
 )
 _QUESTION = {"role": "user", "content": "What is the weather and the time in Paris?"}
+#: The longest marker a shared prefix may end inside.
+_MAX_MARKER = 40
 
 
 def rendered_call_text(
     template: str, calls: Sequence[tuple[str, dict[str, Any]]], **extra: Any
 ) -> str | None:
     """What an assistant turn making ``calls`` adds to the prompt (the text after the
-    generation prompt), or ``None`` when the template refuses the probe."""
-    tool_calls = [
-        {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
-        for cid, (name, args) in zip(_IDS, calls, strict=False)
-    ]
-    turn = {"role": "assistant", "content": "", "tool_calls": tool_calls}
-    try:
-        prompt = render_chat_template(template, [_QUESTION], tools=_PROBE_TOOLS, **extra)
-        full = render_chat_template(
-            template, [_QUESTION, turn], tools=_PROBE_TOOLS, add_generation_prompt=False, **extra
-        )
-    except ChatTemplateError:
-        return None
+    generation prompt), or ``None`` when the template refuses the probe.
+
+    The arguments go in as a mapping (what transformers passes); a template that joins them to
+    text (Functionary's) is given them as JSON text, as the OpenAI API sends them.
+    """
+    for as_text in (False, True):
+        tool_calls = [
+            {
+                "id": cid,
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": json.dumps(args, ensure_ascii=False) if as_text else args,
+                },
+            }
+            for cid, (name, args) in zip(_IDS, calls, strict=False)
+        ]
+        turn = {"role": "assistant", "content": "", "tool_calls": tool_calls}
+        try:
+            prompt = render_chat_template(template, [_QUESTION], tools=_PROBE_TOOLS, **extra)
+            full = render_chat_template(
+                template,
+                [_QUESTION, turn],
+                tools=_PROBE_TOOLS,
+                add_generation_prompt=False,
+                **extra,
+            )
+        except ChatTemplateError:
+            continue
+        return full[_turn_start(prompt, full) :]
+    return None
+
+
+def _turn_start(prompt: str, full: str) -> int:
+    """Where the assistant turn begins in ``full``: after the text it shares with ``prompt``,
+    moved back to the start of a marker the shared text ends inside (the generation prompt's
+    ``<|START_RESPONSE|>`` and a call's ``<|START_ACTION|>`` share ``<|START_``)."""
     common = 0
     for a, b in zip(prompt, full, strict=False):
         if a != b:
             break
         common += 1
-    return full[common:]
+    if common == len(prompt):
+        return common  # the generation prompt is all there: the turn goes on from it
+    for opener, closer in (("<", ">"), ("[", "]")):
+        start = full.rfind(opener, max(0, common - _MAX_MARKER), common)
+        if start >= 0 and closer not in full[start:common]:
+            return start
+    return common
 
 
 def _leftover(
@@ -232,9 +265,11 @@ def detect_format(template: str) -> str | None:
 
     Detection renders a probe conversation with an assistant tool call through the template
     and asks each format's parser to read the call back from what the template wrote (see
-    :func:`detect_by_rendering`). A template that does not render tool calls is
-    recognised by marker text; a template without any tool section (SmolLM2, for one) gives
-    ``None``.
+    :func:`detect_by_rendering`). A template that does not render tool calls is recognised
+    by marker text. ``None`` says that no format of tooluse's fits: the template has no tool
+    section (SmolLM2, Gemma 2), or it renders calls in a syntax no parser reads back (then a
+    marker it mentions elsewhere is no evidence, and a guess from it would name a format the
+    model does not write).
     """
     marked = _detect_by_markers(template)
     try:
@@ -242,9 +277,21 @@ def detect_format(template: str) -> str | None:
     except ChatTemplateError:
         return marked
     found = detect_by_rendering(template, bos_token="", eos_token="")
-    if found is None or (found in BARE_FORMATS and marked not in BARE_FORMATS | {None}):
+    if found is None:
+        return None if _renders_probe_calls(template) else marked
+    if found in BARE_FORMATS and marked not in BARE_FORMATS | {None}:
         return marked
     return found
+
+
+def _renders_probe_calls(template: str) -> bool:
+    """Whether the template writes the probe calls into the assistant turn."""
+    for probe in _PROBES:
+        for calls in (probe, probe[:1]):
+            text = rendered_call_text(template, calls, bos_token="", eos_token="")
+            if text and calls[0][0] in text:
+                return True
+    return False
 
 
 def _detect_by_markers(template: str) -> str | None:

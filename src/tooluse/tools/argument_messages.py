@@ -62,6 +62,27 @@ def _not_json(value: Any) -> Any:
     return f"<{type(value).__name__}>"
 
 
+def repeated_items(items: list[Any]) -> list[Any]:
+    """The items of ``items`` that appear more than once (JSON equality), each once."""
+    counts: dict[str, int] = {}
+    repeated: list[Any] = []
+    for item in items:
+        try:
+            key = json.dumps(item, sort_keys=True, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            key = repr(item)
+        counts[key] = counts.get(key, 0) + 1
+        if counts[key] == 2:
+            repeated.append(item)
+    return repeated
+
+
+def unique_items_problem(items: list[Any]) -> str:
+    """What to tell the model about an array whose items must be unique."""
+    shown = ", ".join(short_value(v) for v in repeated_items(items)[:5])
+    return f"items must be unique; repeated: {shown}"
+
+
 def short_value(value: Any) -> str:
     text = json_text(value)
     return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
@@ -477,6 +498,8 @@ def jsonschema_problems(errors: list[Any], schema: dict[str, Any]) -> list[tuple
             word = "too short" if err.validator == "minItems" else "too long"
             bound = "at least" if err.validator == "minItems" else "at most"
             text = f"array {word}: expected {bound} {err.validator_value} items, got {len(err.instance)}"
+        elif err.validator == "uniqueItems" and isinstance(err.instance, list):
+            text = unique_items_problem(err.instance)
         else:
             text = err.message if len(err.message) <= 200 else err.message[:197] + "..."
         problems.setdefault(_format_path(loc), text)

@@ -12,6 +12,10 @@ call. Validation runs in three steps:
    strictly: nothing else is converted (``true`` is not 1, ``"yes"``/``"1"``/``1`` are not
    booleans, ``"3.0"`` is not the integer 3, a number is not a date, ``"NaN"`` is not a number).
 
+Nothing changes without a word: a JSON key given twice keeps its last value and is reported,
+and what reading into the function's types would lose (repeated items of a ``set``, keys that
+become one key) is an argument error (:mod:`tooluse.tools.argument_changes`).
+
 Both kinds of tool follow the same rules: a function tool's types are checked as JSON input in
 pydantic's strict mode, a raw-schema tool's schema by a compiled validator or ``jsonschema``
 (date/time/UUID formats checked the way the function types parse them). Hostile input
@@ -36,6 +40,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import SchemaValidator
 
 from tooluse.errors import ToolDefinitionError, ToolUseError
+from tooluse.tools.argument_changes import loads_reporting_repeated_keys, lost_members
 from tooluse.tools.argument_messages import (
     argument_error,
     deref_schema,
@@ -102,7 +107,7 @@ def parse_arguments(raw: Any, tool_name: str = "") -> tuple[dict[str, Any], list
     text = raw.strip()
     if text in ("", "null", "{}"):
         return {}, coercions
-    value = _loads(text, tool_name)
+    value = _loads(text, tool_name, coercions)
     if isinstance(value, str):  # double-encoded: a JSON string holding the JSON object
         try:
             inner = json.loads(value)
@@ -122,9 +127,9 @@ def parse_arguments(raw: Any, tool_name: str = "") -> tuple[dict[str, Any], list
     return value, coercions
 
 
-def _loads(text: str, tool_name: str) -> Any:
+def _loads(text: str, tool_name: str, coercions: list[Coercion]) -> Any:
     try:
-        return json.loads(text)
+        value, repeated = loads_reporting_repeated_keys(text)
     except json.JSONDecodeError as exc:
         raise argument_error(
             tool_name,
@@ -136,6 +141,11 @@ def _loads(text: str, tool_name: str) -> Any:
         ) from None
     except RecursionError:
         raise argument_error(tool_name, [("", "arguments are nested too deeply")]) from None
+    coercions.extend(
+        Coercion(path=key, kind="repeated key, the last value kept", original=first, value=kept)
+        for key, first, kept in repeated
+    )
+    return value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,6 +370,38 @@ def _allows_non_finite(model: type[BaseModel] | None) -> bool:
     return False
 
 
+def _reads_lossily(model: type[BaseModel] | None) -> bool:
+    """Whether reading into ``model`` could drop or merge values: a set, a dict whose keys are
+    not strings, or a nested model that ignores unknown names, anywhere in its fields."""
+    if model is None:
+        return False
+    root = getattr(model, "__pydantic_core_schema__", None)
+    stack: list[Any] = [root.get("schema") if isinstance(root, dict) else None]
+    seen = 0
+    while stack and seen < 10_000:
+        node = stack.pop()
+        seen += 1
+        if isinstance(node, dict):
+            if _lossy_node(node):
+                return True
+            stack.extend(v for k, v in node.items() if k not in ("cls", "metadata"))
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return False
+
+
+def _lossy_node(node: dict[str, Any]) -> bool:
+    kind = node.get("type")
+    if kind in ("set", "frozenset"):
+        return True
+    keys = node.get("keys_schema")
+    if kind == "dict" and isinstance(keys, dict) and keys.get("type") not in ("str", None):
+        return True
+    config = node.get("config")
+    extra = config.get("extra_fields_behavior") if isinstance(config, dict) else None
+    return kind == "model" and extra not in ("forbid", "allow")
+
+
 class ArgumentValidator:
     """Validates one tool's arguments; build once per tool, call :meth:`validate` per call.
 
@@ -389,6 +431,7 @@ class ArgumentValidator:
         self._numeric_enum = _has_numeric_enum(schema)
         # NaN/Infinity are not JSON: refused unless a field of the function says otherwise
         self._non_finite_ok = _allows_non_finite(model)
+        self._lossy = _reads_lossily(model)
         if model is None:
             self._fast = compile_json_schema(self.schema)
             if self._fast is None:
@@ -517,11 +560,10 @@ class ArgumentValidator:
         if direct:
             try:
                 instance = validator.validate_python(data, strict=True)
-                return ValidationReport(
-                    arguments=self._from_model(instance), coercions=tuple(coercions)
-                )
             except ValidationError:
                 pass
+            else:
+                return self._read_report(data, instance, coercions)
         coerced = coerce_to_schema(data, self.schema, self.schema, coercions)
         try:
             # strict JSON semantics: what JSON cannot hold (dates, UUIDs, enums, tuples) is
@@ -538,4 +580,22 @@ class ArgumentValidator:
             raise argument_error(
                 self.tool_name, pydantic_problems(exc, coerced, self.schema)
             ) from None
-        return ValidationReport(arguments=self._from_model(instance), coercions=tuple(coercions))
+        return self._read_report(coerced, instance, coercions)
+
+    def _read_report(
+        self, sent: dict[str, Any], instance: BaseModel, coercions: list[Coercion]
+    ) -> ValidationReport:
+        """The report for arguments read into the function's types; what the reading would
+        lose (repeated set items, keys that become one) goes back to the model, what it
+        changed (key text) is reported as coercions."""
+        arguments = self._from_model(instance)
+        if not self._lossy:
+            return ValidationReport(arguments=arguments, coercions=tuple(coercions))
+        problems, changes = lost_members(sent, arguments)
+        if problems:
+            raise argument_error(self.tool_name, problems)
+        coercions.extend(
+            Coercion(path=path, kind=kind, original=original, value=value)
+            for path, kind, original, value in changes
+        )
+        return ValidationReport(arguments=arguments, coercions=tuple(coercions))

@@ -30,6 +30,7 @@ __all__ = [
     "ToolDefinitionWarning",
     "callable_schema",
     "docstring_text",
+    "is_unbound_method",
     "parse_docstring",
 ]
 
@@ -159,6 +160,26 @@ def _signature_target(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def is_unbound_method(fn: Any) -> bool:
+    """Whether ``fn`` is a plain function defined in a class body whose first parameter is
+    the instance (``self``) or the class (``cls``): a method not yet bound."""
+    if not inspect.isfunction(fn):
+        return False
+    outer, _, _ = fn.__qualname__.rpartition(".")
+    if not outer or outer.endswith("<locals>"):
+        return False
+    params = list(inspect.signature(fn).parameters.values())
+    return (
+        bool(params)
+        and params[0].name in ("self", "cls")
+        and params[0].kind
+        in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        )
+    )
+
+
 def callable_schema(
     fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
 ) -> CallableSchema:
@@ -180,6 +201,8 @@ def callable_schema(
     descriptions: dict[str, str] = {}
     positional: dict[str, Any] = {}  # positional-only parameters, in order, with defaults
     for index, param in enumerate(sig.parameters.values()):
+        if index == 0 and is_unbound_method(target):
+            continue  # the instance is bound on access, never asked of the model
         _reject_variadic(tool_name, param)
         if param.kind is inspect.Parameter.POSITIONAL_ONLY:
             # the model names it like any other; invoke() passes it by position

@@ -9,16 +9,19 @@ result dict (errors are data, never exceptions).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from tooluse.errors import ToolNotFoundError
+from tooluse.errors import ToolArgumentError, ToolNotFoundError
 from tooluse.messages import ToolCall, new_call_id, render_output
-from tooluse.tools.callable_schema import ToolDefinitionWarning
+from tooluse.tools.argument_validation import parse_arguments
+from tooluse.tools.callable_schema import ToolDefinitionWarning, parse_docstring
+from tooluse.tools.class_tool import Tool
 from tooluse.tools.definition import ToolDefinition
-from tooluse.tools.normalise import as_tool
+from tooluse.tools.normalise import TOOL_ATTRIBUTE, as_tool
 from tooluse.tools.registry import DEFAULT_REGISTRY, ToolRegistry
 
 __all__ = ["ToolManager", "UnknownToolError", "tool_calls_of"]
@@ -26,6 +29,39 @@ __all__ = ["ToolManager", "UnknownToolError", "tool_calls_of"]
 
 class UnknownToolError(ToolNotFoundError, ValueError):
     """A call names a tool the manager does not hold (a ``ValueError`` too, as in Mesa-LLM)."""
+
+    @classmethod
+    def worded(cls, name: str, available: list[str], text: str) -> UnknownToolError:
+        """The error for ``name`` with the message ``text`` (Mesa-LLM's wording)."""
+        error = cls(name, available)
+        error.model_message = text
+        error.args = (text,)
+        return error
+
+
+def _returns_text(definition: ToolDefinition) -> str:
+    """The text of the docstring's Returns section, or ``""``."""
+    fn = definition.function
+    if fn is None:
+        return ""
+    doc = parse_docstring(inspect.getdoc(fn) or "")
+    returns = doc.returns.description if doc.returns is not None else None
+    return " ".join((returns or "").split())
+
+
+def _without_unknown(definition: ToolDefinition, raw: Any) -> dict[str, Any] | None:
+    """The arguments without the names the tool does not take, or ``None`` when none is
+    dropped (or the arguments cannot be read)."""
+    schema = definition.parameters_schema
+    if schema.get("additionalProperties") not in (False, None):
+        return None
+    try:
+        arguments, _ = parse_arguments(raw, definition.name)
+    except ToolArgumentError:
+        return None
+    known = set(schema.get("properties") or ())
+    kept = {k: v for k, v in arguments.items() if k in known}
+    return kept if len(kept) < len(arguments) else None
 
 
 def _text_output(name: str, output: Any) -> str:
@@ -152,22 +188,57 @@ class ToolManager:
             raise UnknownToolError(name, list(self._definitions))
         return found
 
+    @staticmethod
+    def _schema(definition: ToolDefinition) -> dict[str, Any]:
+        """The OpenAI schema, its description ending in the docstring's Returns text as in
+        Mesa-LLM (``"Summary. returns: what it gives"``)."""
+        schema = definition.to_openai_schema()
+        returns = _returns_text(definition)
+        if returns:
+            function = schema["function"]
+            function["description"] = f"{function.get('description', '')} returns: {returns}"
+        return schema
+
     def get_tool_schema(self, fn: Any, schema_name: str) -> dict[str, Any]:
-        """OpenAI schema of ``fn`` under the name ``schema_name``."""
+        """OpenAI schema of ``fn`` under the name ``schema_name``.
+
+        As in Mesa-LLM, a function that is not a tool (no ``@tool``, no ``__tool_schema__``)
+        answers ``{"error": "Tool <name> missing __tool_schema__"}``, and a function carrying
+        a ``__tool_schema__`` dict answers that dict.
+        """
+        given = getattr(fn, "__tool_schema__", None)
+        if isinstance(given, Mapping):
+            return dict(given)
+        if not isinstance(getattr(fn, TOOL_ATTRIBUTE, None), ToolDefinition) and not isinstance(
+            fn, (ToolDefinition, Tool)
+        ):
+            return {"error": f"Tool {schema_name} missing __tool_schema__"}
         definition = as_tool(fn)
         if definition.name != schema_name:
             from dataclasses import replace
 
             definition = replace(definition, name=schema_name)
-        return definition.to_openai_schema()
+        return self._schema(definition)
 
     def get_all_tools_schema(self, selected_tools: list[str] | None = None) -> list[dict[str, Any]]:
-        """OpenAI schemas: all tools (``None``), none (``[]``) or exactly those named, in order."""
+        """OpenAI schemas: all tools (``None``), none (``[]``) or exactly those named, in order.
+
+        Names the manager does not hold raise :class:`UnknownToolError` (a ``ValueError``)
+        naming them all and the tools available, as Mesa-LLM does.
+        """
         if selected_tools is None:
             names = list(self._definitions)
         else:
             names = list(selected_tools)
-        return [self.definition(name).to_openai_schema() for name in names]
+            unknown = [name for name in names if name not in self._definitions]
+            if unknown:
+                available = sorted(self._definitions)
+                raise UnknownToolError.worded(
+                    unknown[0],
+                    available,
+                    f"Unknown tool name(s): {unknown}. Available tools: {available}",
+                )
+        return [self._schema(self.definition(name)) for name in names]
 
     def call(self, name: str, arguments: Any = None, *, agent: Any = None) -> str:
         """Run one tool with validated arguments; returns its output as text.
@@ -177,6 +248,11 @@ class ToolManager:
         ``None`` answers ``"<name> executed successfully"``. Raises :class:`UnknownToolError`
         (also a ``ValueError``), ``ToolArgumentError`` or what the tool raised.
         """
+        if name not in self._definitions:
+            available = sorted(self._definitions)
+            raise UnknownToolError.worded(
+                name, available, f"Tool {name!r} not found; available tools: {available}"
+            )
         definition = self.definition(name)
         if (
             isinstance(arguments, Mapping)
@@ -210,10 +286,25 @@ class ToolManager:
     ) -> tuple[ToolDefinition, dict[str, Any]] | dict[str, Any]:
         try:
             definition = self.definition(call.name)
-            arguments = definition.validate_arguments(_arguments_of(call))
+            arguments = self._validated(definition, _arguments_of(call))
         except Exception as exc:  # the model's mistake: reported back as data
             return self._error(call, exc)
         return definition, arguments
+
+    @staticmethod
+    def _validated(definition: ToolDefinition, raw: Any) -> dict[str, Any]:
+        """Validated arguments; as in Mesa-LLM, names the tool does not take are dropped
+        when the rest is a valid call (else the error names them, with "did you mean")."""
+        try:
+            return definition.validate_arguments(raw)
+        except ToolArgumentError as first:
+            kept = _without_unknown(definition, raw)
+            if kept is None:
+                raise
+            try:
+                return definition.validate_arguments(kept)
+            except ToolArgumentError:
+                raise first from None
 
     async def acall_tools(self, agent: Any, llm_response: Any) -> list[dict[str, Any]]:
         """Run every tool call in ``llm_response``; async tools run in parallel.

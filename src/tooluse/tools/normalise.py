@@ -8,6 +8,7 @@ other callable (described by :meth:`ToolDefinition.from_callable`).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -29,6 +30,9 @@ def as_tool(obj: Any) -> ToolDefinition:
         return obj
     attached = getattr(obj, TOOL_ATTRIBUTE, None)
     if isinstance(attached, ToolDefinition):
+        if inspect.ismethod(obj) and attached.function is obj.__func__:
+            # a method decorated in its class body, accessed on an instance: call it bound
+            return dataclasses.replace(attached, function=obj)
         return attached
     if isinstance(obj, Tool):
         return obj.definition

@@ -10,11 +10,13 @@ shadow them without touching the parent. ``DEFAULT_REGISTRY`` is the process-wid
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, overload
 
 from tooluse.errors import ToolDefinitionError, ToolNotFoundError
+from tooluse.tools.callable_schema import is_unbound_method
 from tooluse.tools.definition import ToolDefinition
 from tooluse.tools.normalise import TOOL_ATTRIBUTE, as_tool
 
@@ -186,6 +188,10 @@ def tool(  # noqa: PLR0913 - the decorator's options, all keyword-only
     injected, never shown to the model (``ignore_agent`` is accepted for Mesa-LLM
     compatibility). ``requires_approval=True`` pauses a run before each call of the tool until
     a person decides; ``idempotent=True`` lets a resumed run repeat a call a crash interrupted.
+
+    On a method in a class body the instance is never a parameter: the tool is
+    ``instance.method`` (bound on access), and nothing is registered until there is an
+    instance to call. A bound method (``tool(obj.method)``) is registered bound.
     """
     del ignore_agent  # the agent parameter is always injected
 
@@ -197,14 +203,21 @@ def tool(  # noqa: PLR0913 - the decorator's options, all keyword-only
             definition = dataclasses.replace(
                 definition, requires_approval=requires_approval, idempotent=idempotent
             )
-        try:
-            setattr(func, TOOL_ATTRIBUTE, definition)
-        except (AttributeError, TypeError) as exc:
-            raise ToolDefinitionError(f"cannot attach a tool definition to {func!r}") from exc
+        if not inspect.ismethod(func):  # a bound method is registered as it is
+            try:
+                setattr(func, TOOL_ATTRIBUTE, definition)
+            except (AttributeError, TypeError) as exc:
+                raise ToolDefinitionError(f"cannot attach a tool definition to {func!r}") from exc
+        if is_unbound_method(func):
+            # no instance exists yet: the tool is `instance.method`, bound on access
+            return func
+        entry = definition if inspect.ismethod(func) else func
         if tool_manager is not None:
-            tool_manager.register(func)
+            tool_manager.register(entry)
         else:
-            (registry if registry is not None else DEFAULT_REGISTRY).register(func, replace=replace)
+            (registry if registry is not None else DEFAULT_REGISTRY).register(
+                entry, replace=replace
+            )
         return func
 
     if fn is not None:

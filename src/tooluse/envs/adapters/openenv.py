@@ -105,11 +105,9 @@ def _client_class() -> Any:
     try:
         from openenv.core.generic_client import GenericEnvClient
     except ImportError as exc:  # the extra is missing: say which one, and the no-deps step
-        error = MissingDependencyError("openenv-core", "openenv")
-        # ImportError shows ``msg``: the package itself installs without its dependencies.
-        error.msg = f"{error}, then: pip install --no-deps '{OPENENV_CORE}'"
-        error.args = (error.msg,)
-        raise error from exc
+        raise MissingDependencyError.installed_without_deps(
+            "openenv-core", "openenv", OPENENV_CORE
+        ) from exc
     return GenericEnvClient
 
 

@@ -98,11 +98,9 @@ def _verifiers() -> _Library:
         import verifiers
         from verifiers.utils.message_utils import normalize_messages
     except ImportError as exc:  # the extra is missing: say which one, and the no-deps step
-        error = MissingDependencyError("verifiers", "verifiers")
-        # ImportError shows ``msg``: the package itself installs without its dependencies.
-        error.msg = f"{error}, then: pip install --no-deps '{VERIFIERS}'"
-        error.args = (error.msg,)
-        raise error from exc
+        raise MissingDependencyError.installed_without_deps(
+            "verifiers", "verifiers", VERIFIERS
+        ) from exc
     if not hasattr(verifiers, "ToolEnv"):
         raise ImportError(
             f"verifiers {getattr(verifiers, '__version__', '?')} has no ToolEnv (its API changed "
