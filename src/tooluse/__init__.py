@@ -112,6 +112,7 @@ if TYPE_CHECKING:  # the names loaded on first use, for type checkers (`X as X`:
     from tooluse.providers import register_model_prefix as register_model_prefix
     from tooluse.providers import validate_history as validate_history
     from tooluse.telemetry import instrument as instrument
+    from tooluse.tool_search import ToolSearch as ToolSearch
 
 __all__ = [
     "DEFAULT_REGISTRY",
@@ -217,6 +218,7 @@ _MOVED: dict[str, str] = {
     "register_model_prefix": "tooluse.providers",
     "validate_history": "tooluse.providers",
     "instrument": "tooluse.telemetry",
+    "ToolSearch": "tooluse.tool_search",
 }
 
 

@@ -45,6 +45,7 @@ from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage, new_call_
 from tooluse.providers.base import Backend, GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.text_tools import TextToolsBackend
 from tooluse.run_state import Approve, Decision, Deny, Edit, RoundState, RunState
+from tooluse.tool_search import SEARCH_TOOL, ToolSearch
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
@@ -101,6 +102,7 @@ class LoopSetup:
     checkpoint_path: Path | None = None
     # a tooluse.telemetry.RunTracer: the run's spans (None: not traced)
     tracer: Any = None
+    tool_search: ToolSearch | None = None
 
     @property
     def tools(self) -> tuple[ToolDefinition, ...]:
@@ -113,9 +115,15 @@ class LoopSetup:
             return TextToolsBackend(backend, self.parser)
         return backend
 
-    def offered_tools(self, history: Sequence[ChatMessage]) -> tuple[ToolDefinition, ...]:
-        """The tools shown to the model: all of them, or the ``tools_top_k`` best for the
-        request (every tool still runs if the model calls it)."""
+    def offered_tools(
+        self, history: Sequence[ChatMessage], discovered: Sequence[str] = ()
+    ) -> tuple[ToolDefinition, ...]:
+        """The tools shown to the model: all of them, the ``tools_top_k`` best for the
+        request, or the search tool and what it found (every tool still runs if called)."""
+        if self.tool_search is not None:
+            names = [*self.tool_search.always, *discovered]
+            by_name = {d.name: d for d in self.tools}
+            return (self.tool_search.search_tool, *(by_name[n] for n in names if n in by_name))
         if self.tools_top_k is None:
             return self.tools
         from tooluse.retrieval import latest_request_text, select_tools
@@ -215,7 +223,10 @@ class _Run:
         self.usage = Usage()
         self.choice = setup.tool_choice
         self.iteration = 0
+        self.discovered: list[str] = []
         if state is not None:
+            self.discovered = list(state.discovered)
+            self.offered = setup.offered_tools(history, self.discovered)
             self.start = state.new_messages_start
             self.seen.update(state.seen)
             self.trail = [TrailEntry.from_dict(t) for t in state.trail]
@@ -241,6 +252,7 @@ class _Run:
             usage=self.usage,
             trail=tuple(t.to_dict() for t in self.trail),
             round=round_state,
+            discovered=tuple(self.discovered),
         )
 
     def finish(
@@ -330,6 +342,9 @@ class _Run:
                         self.setup, call
                     )
                 continue
+            if call.name == SEARCH_TOOL and self.setup.tool_search is not None:
+                plan.results[call.id] = self._search(call)
+                continue
             key = _call_key(call)
             if self.seen[key] >= self.setup.max_identical_calls:
                 plan.refused += 1
@@ -343,6 +358,21 @@ class _Run:
             self.seen[key] += 1
             self._approval(call, definition, plan)
         return plan
+
+    def _search(self, call: ToolCall) -> ToolResult:
+        """Answer a ``search_tools`` call; what it finds is offered from the next request."""
+        search = self.setup.tool_search
+        assert search is not None
+        try:
+            query = str(search.search_tool.validate_arguments(call.arguments)["query"])
+        except Exception as exc:  # the model gets the problem and another chance
+            return ToolResult.failure(call.id, call.name, exc)
+        found = search.search(query, self.setup.tools)
+        for definition in found:
+            if definition.name not in self.discovered:
+                self.discovered.append(definition.name)
+        self.offered = self.setup.offered_tools(self.history, self.discovered)
+        return ToolResult.success(call.id, call.name, search.answer(query, found))
 
     def _approval(self, call: ToolCall, definition: ToolDefinition | None, plan: _Round) -> None:
         """Put ``call`` where its approval says: to run, refused, or waiting for a person."""

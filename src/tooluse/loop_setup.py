@@ -23,6 +23,7 @@ from tooluse.loop_core import ApprovalPolicy, LoopSetup, logger
 from tooluse.loop_types import TerminalValidator, ToolMode
 from tooluse.messages import ChatMessage
 from tooluse.providers.base import Backend, SamplingParams, ToolChoice
+from tooluse.tool_search import ToolSearch
 
 __all__ = [
     "AfterHooks",
@@ -104,7 +105,7 @@ class RunOptions(TypedDict, total=False):
     """The options of every loop entry point (:func:`run`, :func:`arun`, :func:`iter_run`,
     :func:`aiter_run`); :func:`run` documents each one, :func:`build_setup` holds the defaults."""
 
-    tools: ToolsArg | None
+    tools: ToolsArg | ToolSearch | None
     tool_choice: ToolChoice
     max_tool_iters: int
     tool_call_parser: Any
@@ -130,7 +131,7 @@ class RunOptions(TypedDict, total=False):
 def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-only
     backend: Backend,
     *,
-    tools: ToolsArg | None = None,
+    tools: ToolsArg | ToolSearch | None = None,
     tool_choice: ToolChoice = "auto",
     max_tool_iters: int = 10,
     tool_call_parser: Any = None,
@@ -156,6 +157,9 @@ def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-on
 ) -> LoopSetup:
     """Check the options and build the loop's setup (shared by every entry point)."""
     _check_limits(max_tool_iters, tools_top_k, max_identical_calls)
+    tool_search = tools if isinstance(tools, ToolSearch) else None
+    if tool_search is not None:
+        tools = tool_search.tools
     owns_executor = executor is None
     if executor is None:
         executor = ToolExecutor(
@@ -199,6 +203,7 @@ def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-on
         approve=approve,
         checkpoint_path=Path(checkpoint) if checkpoint is not None else None,
         tracer=_run_tracer(tracer),
+        tool_search=tool_search,
     )
 
 

@@ -111,6 +111,8 @@ class RunState:
     usage: Usage = field(default_factory=Usage)
     trail: tuple[dict[str, Any], ...] = ()
     round: RoundState | None = None
+    #: The tools a ``ToolSearch`` found so far (offered from the next request on).
+    discovered: tuple[str, ...] = ()
     #: Set once the run has ended (the value of its ``StopReason``); resuming it changes nothing.
     stop_reason: str | None = None
     output: Any = None
@@ -230,6 +232,7 @@ def _state_to_data(state: RunState) -> dict[str, Any]:
         "usage": dataclasses.asdict(state.usage),
         "trail": list(state.trail),
         "round": _round_to_data(state.round),
+        "discovered": list(state.discovered),
         "stop_reason": state.stop_reason,
         "output": state.output,
     }
@@ -246,6 +249,7 @@ def _state_from_data(data: Mapping[str, Any]) -> RunState:
         usage=Usage(**data.get("usage", {})),
         trail=tuple(dict(t) for t in data.get("trail") or ()),
         round=_round_from_data(data.get("round")),
+        discovered=tuple(data.get("discovered") or ()),
         stop_reason=data.get("stop_reason"),
         output=data.get("output"),
         version=str(data["version"]),

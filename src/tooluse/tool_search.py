@@ -1,0 +1,84 @@
+"""``ToolSearch``: a large toolset offered through one ``search_tools`` tool.
+
+::
+
+    result = tooluse.run(backend, "Book a flight to Oslo", tools=ToolSearch(many_tools, top_k=5))
+
+The model first sees only ``search_tools(query)`` (and the tools named in ``always``); the
+tools its query matches (BM25 over names, descriptions and parameters, or any
+:class:`~tooluse.retrieval.ToolScorer`) are listed in the answer and offered from the next
+request on, so a request carries the schemas of a handful of tools, not of hundreds. Every
+tool of the set still runs when called. A query that matches nothing is answered so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from tooluse.retrieval import BM25Scorer, ToolScorer
+from tooluse.tools.definition import ToolDefinition
+
+__all__ = ["SEARCH_TOOL", "ToolSearch"]
+
+SEARCH_TOOL = "search_tools"
+
+_SEARCH = ToolDefinition.from_schema(
+    SEARCH_TOOL,
+    {
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "description": "What the tool you need does, in a few words.",
+            }
+        },
+        "required": ["query"],
+    },
+    description=(
+        "Find the tools for a task among many. The tools found are listed and can be called "
+        "from the next turn on; search again with other words if none fits."
+    ),
+)
+
+
+class ToolSearch:
+    """``tools`` behind one search tool; ``top_k`` tools are found per query; the tools named
+    in ``always`` are offered from the start."""
+
+    def __init__(
+        self,
+        tools: Iterable[Any],
+        *,
+        top_k: int = 5,
+        scorer: ToolScorer | None = None,
+        always: Iterable[str] = (),
+    ) -> None:
+        if top_k < 1:
+            raise ValueError("top_k must be at least 1")
+        self.tools = tuple(tools)
+        self.top_k = top_k
+        self.scorer = scorer
+        self.always = tuple(always)
+        self.search_tool = _SEARCH
+
+    def search(self, query: str, definitions: Sequence[ToolDefinition]) -> list[ToolDefinition]:
+        """The (at most ``top_k``) tools that match ``query``, best first; none when no word
+        of the query occurs in any tool."""
+        candidates = [d for d in definitions if d.name != SEARCH_TOOL]
+        scores = (self.scorer or BM25Scorer()).score(query, candidates)
+        ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
+        return [candidates[i] for i in ranked[: self.top_k] if scores[i] > 0]
+
+    @staticmethod
+    def answer(query: str, found: Sequence[ToolDefinition]) -> str:
+        """What the model reads back."""
+        if not found:
+            return (
+                f"no tool matches {query!r}; search again with other words "
+                "(what the tool does, its subject)"
+            )
+        lines = [
+            f"- {d.name}: {d.description.splitlines()[0] if d.description else ''}" for d in found
+        ]
+        return "These tools can be called now:\n" + "\n".join(lines)
