@@ -158,12 +158,12 @@ def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-on
     """Check the options and build the loop's setup (shared by every entry point)."""
     _check_limits(max_tool_iters, tools_top_k, max_identical_calls)
     tool_search = tools if isinstance(tools, ToolSearch) else None
-    if tool_search is not None:
-        tools = tool_search.tools
+    plain_tools = tool_search.tools if tool_search is not None else tools
+    assert not isinstance(plain_tools, ToolSearch)
     owns_executor = executor is None
     if executor is None:
         executor = ToolExecutor(
-            tools,
+            plain_tools,
             timeout=tool_timeout,
             timeouts=tool_timeouts,
             max_concurrency=max_concurrency,
