@@ -171,3 +171,46 @@ def test_an_exporter_that_is_down_does_not_stop_the_run():
     provider.add_span_processor(SimpleSpanProcessor(dead))
     result = run(ScriptedBackend(["still answered"]), "q", tracer=provider.get_tracer("t"))
     assert result.final_text == "still answered"
+
+
+def test_a_served_request_is_a_server_span():
+    import time
+
+    import httpx
+    import uvicorn
+
+    from tooluse.serve import ServedModel, create_app
+    from tooluse.telemetry import uninstrument
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tooluse.instrument(provider)
+    backend = ScriptedBackend(
+        [GenerationResult(text="hi", usage=Usage(input_tokens=7, output_tokens=2))]
+    )
+    config = uvicorn.Config(
+        create_app([ServedModel(id="m", backend=backend)]),
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        body = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}
+        reply = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body, timeout=30)
+        assert reply.status_code == 200
+    finally:
+        uninstrument()
+        server.should_exit = True
+        thread.join(10)
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "chat m"]
+    assert span.kind.name == "SERVER"
+    assert span.attributes["gen_ai.usage.input_tokens"] == 7

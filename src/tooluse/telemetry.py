@@ -14,9 +14,10 @@ module that imports ``opentelemetry`` (``pip install 'tooluse[otel]'``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tooluse.errors import MissingDependencyError
@@ -28,7 +29,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the otel extra is part of `all`
     raise MissingDependencyError("opentelemetry-sdk", "otel") from exc
 
-__all__ = ["RunTracer", "instrument", "uninstrument"]
+__all__ = ["RunTracer", "instrument", "served_request", "uninstrument"]
 
 _GLOBAL: RunTracer | None = None
 
@@ -186,6 +187,40 @@ class RunTrace:
             self.turn.end(end_time=now)
             self.turn = None
         self.span.end(end_time=now)
+
+
+@contextlib.contextmanager
+def served_request(model: str, *, stream: bool) -> Iterator[Any]:
+    """A ``chat {model}`` server span around one request to ``tooluse serve`` (when
+    :func:`instrument` was called; else nothing). Yields the span (or ``None``)."""
+    if _GLOBAL is None:
+        yield None
+        return
+    span = _GLOBAL.tracer.start_span(
+        f"chat {model}",
+        kind=SpanKind.SERVER,
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": model,
+            "tooluse.stream": stream,
+        },
+    )
+    try:
+        yield span
+    except BaseException as exc:
+        _failed(span, exc)
+        raise
+    finally:
+        span.end()
+
+
+def record_usage(span: Any, result: Any) -> None:
+    """Put a turn's usage and finish reason on ``span`` (a no-op for ``None``)."""
+    if span is None:
+        return
+    span.set_attribute("gen_ai.usage.input_tokens", result.usage.input_tokens)
+    span.set_attribute("gen_ai.usage.output_tokens", result.usage.output_tokens)
+    span.set_attribute("gen_ai.response.finish_reasons", [result.finish_reason])
 
 
 def _failed(span: Any, exc: BaseException) -> None:

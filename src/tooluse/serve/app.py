@@ -17,6 +17,7 @@ import dataclasses
 import hmac
 import json
 import logging
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -287,8 +288,11 @@ class _Server:
         await asyncio.to_thread(_preflight, model.backend, plan)
         if chat.stream:
             return await _stream_response(model, plan, request)
-        async with model.slot():
-            result, problems = await _generate(model.backend, plan, request)
+        with _request_span(chat.model) as span:
+            async with model.slot():
+                result, problems = await _generate(model.backend, plan, request)
+            if span is not None:
+                sys.modules["tooluse.telemetry"].record_usage(span, result)
         content = None
         if plan.structured is not None:
             calls = result.tool_calls
@@ -324,6 +328,16 @@ async def _wrong_method(request: Request, exc: Exception) -> Response:
         error_body(f"method {request.method} not allowed on {request.url.path}"),
         status_code=405,
     )
+
+
+def _request_span(model: str) -> contextlib.AbstractContextManager[Any]:
+    """A trace span around a request when ``tooluse.instrument()`` was called (looked up
+    without importing, so a server that is not traced never loads OpenTelemetry)."""
+    telemetry = sys.modules.get("tooluse.telemetry")
+    if telemetry is None:
+        return contextlib.nullcontext()
+    span: contextlib.AbstractContextManager[Any] = telemetry.served_request(model, stream=False)
+    return span
 
 
 def _header_text(text: str) -> str:
