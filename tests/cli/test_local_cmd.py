@@ -126,3 +126,16 @@ def test_chat_rejects_a_file_without_tools(tmp_path):
 def test_chat_unknown_model_prefix(tmp_path):
     result = runner.invoke(app, ["chat", "--model", "nosuch:model"], input="\n")
     assert result.exit_code != 0 and "unknown model prefix" in result.output
+
+
+def test_schema_tokens_prints_each_tools_size_largest_first(tools_file):
+    result = runner.invoke(app, ["schema", str(tools_file), "--tokens", "--format", "anthropic"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    counts = [int(line.split()[-2]) for line in lines[:-1]]
+    assert counts == sorted(counts, reverse=True) and all(c > 10 for c in counts)
+    assert lines[-1].startswith("total") and int(lines[-1].split()[1]) == sum(counts)
+    bigger = runner.invoke(
+        app, ["schema", str(tools_file), "--tokens", "--format", "openai", "--strict"]
+    )
+    assert bigger.exit_code == 0

@@ -184,6 +184,9 @@ def schema(
     ),
     format: str = typer.Option("openai", "--format", "-f", help="|".join(SCHEMA_FORMATS)),
     strict: bool = typer.Option(False, help="Strict mode schema (openai, anthropic, bedrock)."),
+    tokens: bool = typer.Option(
+        False, "--tokens", help="Print each tool's size in tokens (the embedded model's tokenizer)."
+    ),
 ) -> None:
     """Print tool schemas of a Python file in a provider's format (one object, or a list)."""
     from tooluse.errors import ToolUseError
@@ -212,7 +215,32 @@ def schema(
     except ToolUseError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
+    if tokens:
+        _print_token_costs([as_tool(obj).name for obj in objects], out)
+        return
     typer.echo(json.dumps(out[0] if name else out, indent=2, ensure_ascii=False))
+
+
+def _print_token_costs(names: list[str], schemas: list[Any]) -> None:
+    """Each schema's size in tokens of the embedded model's tokenizer (its vocabulary only
+    is loaded), the largest first, and the total a request offering them all carries."""
+    from tooluse.local.model_files import default_model_path
+    from tooluse.local.runtime import import_llama_cpp
+
+    llama_cpp = import_llama_cpp()
+    # llama.cpp writes a context notice to stderr even for a vocabulary-only load
+    with llama_cpp._utils.suppress_stdout_stderr(disable=False):
+        vocabulary = llama_cpp.Llama(
+            model_path=str(default_model_path()), vocab_only=True, verbose=False
+        )
+    counts = [
+        len(vocabulary.tokenize(json.dumps(s, ensure_ascii=False).encode(), add_bos=False))
+        for s in schemas
+    ]
+    width = max(len(n) for n in names)
+    for count, tool_name in sorted(zip(counts, names, strict=True), reverse=True):
+        typer.echo(f"{tool_name:<{width}}  {count:>6} tokens")
+    typer.echo(f"{'total':<{width}}  {sum(counts):>6} tokens ({len(names)} tools)")
 
 
 def register(app: typer.Typer) -> None:
