@@ -45,8 +45,27 @@ def _check(data: bytes, media_type: str, allowed: tuple[str, ...], kind: str) ->
         )
 
 
+class _Media:
+    """What images and files share: their bytes as base64 and as a data URL."""
+
+    data: bytes
+    media_type: str
+
+    @property
+    def base64(self) -> str:
+        return base64.b64encode(self.data).decode("ascii")
+
+    @property
+    def data_url(self) -> str:
+        return f"data:{self.media_type};base64,{self.base64}"
+
+
+def _guess_type(path: str | Path) -> str:
+    return mimetypes.guess_type(str(path))[0] or "application/octet-stream"
+
+
 @dataclass(frozen=True, kw_only=True)
-class Image:
+class Image(_Media):
     """Image bytes and their media type (``image/png``, ``image/jpeg``, ``gif``, ``webp``)."""
 
     data: bytes = field(repr=False)
@@ -58,8 +77,7 @@ class Image:
     @classmethod
     def from_path(cls, path: str | Path) -> Image:
         """An image file; the media type from its name."""
-        media_type = mimetypes.guess_type(str(path))[0] or "application/octet-stream"
-        return cls(data=Path(path).read_bytes(), media_type=media_type)
+        return cls(data=Path(path).read_bytes(), media_type=_guess_type(path))
 
     @classmethod
     def from_pil(cls, image: Any, format: str = "PNG") -> Image:
@@ -68,21 +86,13 @@ class Image:
         image.save(buffer, format=format)
         return cls(data=buffer.getvalue(), media_type=f"image/{format.lower()}")
 
-    @property
-    def base64(self) -> str:
-        return base64.b64encode(self.data).decode("ascii")
-
-    @property
-    def data_url(self) -> str:
-        return f"data:{self.media_type};base64,{self.base64}"
-
     def placeholder(self) -> str:
         """The text a model without vision reads instead."""
         return f"[image: {self.media_type}, {_size_text(len(self.data))}]"
 
 
 @dataclass(frozen=True, kw_only=True)
-class File:
+class File(_Media):
     """A document (PDF, plain text...) with its media type and a name."""
 
     data: bytes = field(repr=False)
@@ -94,18 +104,11 @@ class File:
 
     @classmethod
     def from_path(cls, path: str | Path) -> File:
-        media_type = mimetypes.guess_type(str(path))[0] or "application/octet-stream"
-        return cls(data=Path(path).read_bytes(), media_type=media_type, name=Path(path).name)
-
-    @property
-    def base64(self) -> str:
-        return base64.b64encode(self.data).decode("ascii")
-
-    @property
-    def data_url(self) -> str:
-        return f"data:{self.media_type};base64,{self.base64}"
+        """A document file; the media type from its name."""
+        return cls(data=Path(path).read_bytes(), media_type=_guess_type(path), name=Path(path).name)
 
     def placeholder(self) -> str:
+        """The text a model without vision reads instead."""
         return f"[file: {self.name}, {self.media_type}, {_size_text(len(self.data))}]"
 
 

@@ -80,10 +80,18 @@ class FallbackBackend(BaseBackend):
         values = [dataclasses.asdict(b.capabilities) for b in self.backends]
         return ModelCapabilities(**{key: all(v[key] for v in values) for key in values[0]})
 
-    def _moves_on(self, exc: BaseException) -> bool:
-        if self.should_fall_back is not None:
-            return self.should_fall_back(exc)
-        return isinstance(exc, self.fall_back_on)
+    def _failed(
+        self, backend: Backend, exc: Exception, causes: list[tuple[str, BaseException]]
+    ) -> None:
+        """Keep ``exc`` as a cause and go on, or raise it when it is not one that counts."""
+        moves_on = (
+            self.should_fall_back(exc)
+            if self.should_fall_back is not None
+            else isinstance(exc, self.fall_back_on)
+        )
+        if not moves_on:
+            raise exc
+        causes.append((_label(backend), exc))
 
     async def agenerate(
         self,
@@ -97,9 +105,7 @@ class FallbackBackend(BaseBackend):
             try:
                 return await backend.agenerate(messages, tools, params, tool_choice)
             except Exception as exc:
-                if not self._moves_on(exc):
-                    raise
-                causes.append((_label(backend), exc))
+                self._failed(backend, exc, causes)
         raise FallbackError(causes)
 
     def generate(
@@ -114,9 +120,7 @@ class FallbackBackend(BaseBackend):
             try:
                 return backend.generate(messages, tools, params, tool_choice)
             except Exception as exc:
-                if not self._moves_on(exc):
-                    raise
-                causes.append((_label(backend), exc))
+                self._failed(backend, exc, causes)
         raise FallbackError(causes)
 
     def stream(
@@ -135,9 +139,9 @@ class FallbackBackend(BaseBackend):
                     yield item
                 return
             except Exception as exc:
-                if sent or not self._moves_on(exc):
+                if sent:  # events went out: they cannot be taken back
                     raise
-                causes.append((_label(backend), exc))
+                self._failed(backend, exc, causes)
         raise FallbackError(causes)
 
     async def astream(
@@ -156,9 +160,9 @@ class FallbackBackend(BaseBackend):
                     yield item
                 return
             except Exception as exc:
-                if sent or not self._moves_on(exc):
+                if sent:  # events went out: they cannot be taken back
                     raise
-                causes.append((_label(backend), exc))
+                self._failed(backend, exc, causes)
         raise FallbackError(causes)
 
     def __repr__(self) -> str:
