@@ -288,3 +288,31 @@ def test_bare_input_schema_gets_object_type_and_properties():
     assert definition.input_schema == {"type": "object", "properties": {}}
     full = tool_definition_from_mcp(make_tool())
     assert full.input_schema == SCHEMA  # complete schemas pass through unchanged
+
+
+def test_images_and_documents_pass_through_as_result_parts():
+    import base64
+
+    from tooluse.media import File, Image
+
+    png = base64.b64encode(b"\x89PNG tiny").decode()
+    pdf = base64.b64encode(b"%PDF-1.4 tiny").decode()
+    result = mcp_types.CallToolResult(
+        content=[
+            mcp_types.TextContent(type="text", text="here it is"),
+            mcp_types.ImageContent(type="image", data=png, mime_type="image/png"),
+            mcp_types.EmbeddedResource(
+                type="resource",
+                resource=mcp_types.BlobResourceContents(
+                    uri="file:///report.pdf", blob=pdf, mime_type="application/pdf"
+                ),
+            ),
+            mcp_types.ImageContent(type="image", data=png, mime_type="image/tiff"),
+        ]
+    )
+    converted = tool_result_from_mcp("c", "t", result)
+    text, image, document, unsupported = converted.parts
+    assert text == "here it is"
+    assert isinstance(image, Image) and image.data == b"\x89PNG tiny"
+    assert isinstance(document, File) and document.name == "report.pdf"
+    assert unsupported.startswith("[image: image/tiff")  # no provider takes it: described

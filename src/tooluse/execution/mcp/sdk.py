@@ -28,6 +28,7 @@ from typing import Any, TextIO
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from tooluse.errors import MissingDependencyError
+from tooluse.media import File, Image, MediaError
 from tooluse.messages import ToolResult, render_output
 from tooluse.tools.definition import TOOL_NAME_PATTERN, ToolDefinition, sanitize_tool_name
 
@@ -465,6 +466,28 @@ def describe_content_block(block: Any) -> str:
     return f"[{kind or 'unknown'} content]"
 
 
+def media_of_block(block: Any) -> Image | File | None:
+    """An image block, or an embedded resource holding an image or a document, as a media part
+    that passes through to the model; ``None`` for anything else (described as text)."""
+    kind = getattr(block, "type", None)
+    try:
+        if kind == "image" and block.data:
+            return Image(data=base64.b64decode(block.data), media_type=block.mime_type)
+        blob = (
+            getattr(getattr(block, "resource", None), "blob", None) if kind == "resource" else None
+        )
+        if blob:
+            media_type = getattr(block.resource, "mime_type", None) or ""
+            data = base64.b64decode(blob)
+            if media_type.startswith("image/"):
+                return Image(data=data, media_type=media_type)
+            name = str(block.resource.uri).rsplit("/", 1)[-1] or "document"
+            return File(data=data, media_type=media_type, name=name)
+    except (MediaError, ValueError):  # a type or size no provider takes: described instead
+        return None
+    return None
+
+
 def tool_result_from_mcp(
     call_id: str, tool_name: str, result: Any, *, max_output_chars: int | None = None
 ) -> ToolResult:
@@ -499,12 +522,18 @@ def tool_result_from_mcp(
         return ToolResult.failure(
             call_id, tool_name, text or "the MCP tool reported an error", **metadata
         )
+    media = [(block, media_of_block(block)) for block in result.content]
+    passed: tuple[Any, ...] = ()
+    if any(m is not None for _, m in media):
+        # images and documents go to the model as they are, in the server's order
+        passed = tuple(m if m is not None else describe_content_block(b) for b, m in media)
     return ToolResult(
         call_id=call_id,
         tool_name=tool_name,
         output=text,
         structured=structured,
         metadata=metadata,
+        parts=passed,
     )
 
 
