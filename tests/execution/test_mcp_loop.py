@@ -177,3 +177,32 @@ async def test_a_fired_token_answers_running_mcp_calls_cancelled():
         slow, added = await asyncio.wait_for(batch, 30)  # far less than the 60 s it would take
     assert slow.is_error and "cancelled" in slow.output
     assert added.output == "3"
+
+
+async def test_resources_and_prompts_of_a_real_server():
+    from tooluse.media import Image
+
+    async with MCPToolExecutor(CONFIG) as mcp:
+        resources = {r.uri: r for r in await mcp.list_resources()}
+        assert resources["notes://today"].description == "Today's notes."
+        assert await mcp.read_resource("notes://today") == ("buy milk",)
+        (image,) = await mcp.read_resource("images://dot")
+        assert isinstance(image, Image) and image.data == b"\x89PNG dot"
+        (prompt,) = await mcp.list_prompts()
+        assert prompt.name == "ask_weather" and prompt.required == ("city",)
+        messages = await mcp.get_prompt("ask_weather", {"city": "Oslo"})
+        assert [(m.role, m.content) for m in messages] == [("user", "What is the weather in Oslo?")]
+        # a prompt starts a run like any messages
+        result = await tooluse.arun(ScriptedBackend(["Sunny."]), messages)
+        assert result.final_text == "Sunny."
+        from tooluse.errors import MCPError
+
+        with pytest.raises(MCPError, match="could not read"):
+            await mcp.read_resource("notes://missing")
+
+
+def test_the_blocking_facade_reads_resources_and_prompts():
+    with SyncMCPToolExecutor(CONFIG) as mcp:
+        assert "notes://today" in {r.uri for r in mcp.list_resources()}
+        assert mcp.read_resource("notes://today") == ("buy milk",)
+        assert mcp.get_prompt("ask_weather", {"city": "Rome"})[0].content.endswith("Rome?")

@@ -74,6 +74,23 @@ def pid() -> int:
     return os.getpid()
 
 
+@server.resource(
+    "notes://today", name="today", description="Today's notes.", mime_type="text/plain"
+)
+def today() -> str:
+    return "buy milk"
+
+
+@server.resource("images://dot", name="dot", mime_type="image/png")
+def dot() -> bytes:
+    return b"\x89PNG dot"
+
+
+@server.prompt(description="Ask for a city's weather.")
+def ask_weather(city: str) -> str:
+    return f"What is the weather in {city}?"
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "--http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))

@@ -35,10 +35,13 @@ from __future__ import annotations
 
 from tooluse.execution.mcp.client import MCPToolExecutor, MCPToolset
 from tooluse.execution.mcp.config import MCPServerConfig, load_mcp_servers
+from tooluse.execution.mcp.resources import MCPPrompt, MCPResource
 from tooluse.execution.mcp.server import MCPToolServer, load_module_tools
 from tooluse.execution.mcp.sync import SyncMCPToolExecutor
 
 __all__ = [
+    "MCPPrompt",
+    "MCPResource",
     "MCPServerConfig",
     "MCPToolExecutor",
     "MCPToolServer",

@@ -20,6 +20,7 @@ from tooluse.errors import MCPError, ToolArgumentError, ToolDefinitionError, Too
 from tooluse.execution.mcp.config import MCPServerConfig, load_mcp_servers
 from tooluse.execution.mcp.contract import MCPExecutorBase
 from tooluse.execution.mcp.process import ServerProcess
+from tooluse.execution.mcp.resources import MCPResources
 from tooluse.execution.mcp.schema import (
     check_advertised_schema,
     check_arguments,
@@ -180,7 +181,7 @@ def _leaf_exception(exc: BaseException) -> BaseException:
     return exc
 
 
-class MCPToolExecutor(MCPExecutorBase):
+class MCPToolExecutor(MCPResources, MCPExecutorBase):
     """Calls the tools of one MCP server; an async context manager.
 
     The tool list is fetched once and cached; :meth:`refresh_tools` fetches it again. Tools whose

@@ -19,7 +19,9 @@ from tooluse.errors import MCPError
 from tooluse.execution.base import AbstractToolExecutor, CancellationToken
 from tooluse.execution.mcp.client import MCPToolExecutor, MCPToolset
 from tooluse.execution.mcp.config import MCPServerConfig
-from tooluse.messages import ToolCall, ToolResult
+from tooluse.execution.mcp.resources import MCPPrompt, MCPResource
+from tooluse.media import MediaPart
+from tooluse.messages import ChatMessage, ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = ["SyncMCPToolExecutor"]
@@ -160,6 +162,29 @@ class SyncMCPToolExecutor(AbstractToolExecutor):
         if self._definitions is None:
             self._definitions = self.list_tools()
         return self._definitions
+
+    def _single(self) -> MCPToolExecutor:
+        if not isinstance(self._inner, MCPToolExecutor):
+            raise TypeError("resources and prompts belong to one server: give one MCPServerConfig")
+        return self._inner
+
+    def list_resources(self) -> tuple[MCPResource, ...]:
+        """The server's resources."""
+        return self._run(self._single().list_resources())
+
+    def read_resource(self, uri: str) -> tuple[MediaPart, ...]:
+        """A resource's contents: texts, images and files."""
+        return self._run(self._single().read_resource(uri))
+
+    def list_prompts(self) -> tuple[MCPPrompt, ...]:
+        """The server's prompts."""
+        return self._run(self._single().list_prompts())
+
+    def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None
+    ) -> list[ChatMessage]:
+        """A prompt filled with ``arguments``, as messages."""
+        return self._run(self._single().get_prompt(name, arguments))
 
     def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None
