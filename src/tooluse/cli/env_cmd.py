@@ -67,6 +67,10 @@ MaxTurnsOption = Annotated[
     int | None, typer.Option("--max-turns", min=1, help="Tool rounds per user turn.")
 ]
 MaxTokensOption = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Per reply.")]
+SplitOption = Annotated[
+    str | None,
+    typer.Option("--split", help="train or test: that split's tasks (procedural: test is fixed)."),
+]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
 
@@ -128,6 +132,9 @@ def _environment_or_exit(plan: _EnvRun) -> Any:
         return environment_registry.get(
             name=plan.env_name, tool_types=plan.tool_types, **plan.environment_options
         )
+    except TypeError:
+        typer.echo(f"error: environment {plan.env_name!r} has no train/test splits", err=True)
+        raise typer.Exit(2) from None
     except (KeyError, ValueError, ImportError) as exc:
         typer.echo(f"error: {exc.args[0]}", err=True)
         raise typer.Exit(2) from None
@@ -167,6 +174,7 @@ def env_command(  # noqa: PLR0913 - one parameter per command-line option
     format: FormatOption = None,
     max_turns: MaxTurnsOption = None,
     max_tokens: MaxTokensOption = None,
+    split: SplitOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Run a model on a tool environment's tasks; print the summary table."""
@@ -176,11 +184,14 @@ def env_command(  # noqa: PLR0913 - one parameter per command-line option
     if engine not in ("local", "ray"):
         typer.echo(f"error: unknown engine {engine!r}; use local or ray", err=True)
         raise typer.Exit(2)
+    environment_options: dict[str, Any] = {"data_path": str(data)} if data is not None else {}
+    if split is not None:
+        environment_options["split"] = split
     plan = _EnvRun(
         env_name=name or env,
         model=model,
         format=format,
-        environment_options={"data_path": str(data)} if data is not None else {},
+        environment_options=environment_options,
         tool_types=() if no_python else ("python",),
         max_tokens=max_tokens,
         max_turns=max_turns,
