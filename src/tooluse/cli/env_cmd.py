@@ -21,18 +21,6 @@ from typing import Annotated, Any
 
 import typer
 
-MATH_PROMPT = "Use the tools to solve the problem, then call submit_answer with the answer."
-BFCL_PROMPT = (
-    "You can call the given functions to carry out the user's requests. Call them as needed; "
-    "when a request is done, reply briefly without calling a function."
-)
-
-
-def default_system_prompt(environment: str) -> str:
-    """The system prompt the command uses for an environment."""
-    return BFCL_PROMPT if environment.startswith("bfcl:") else MATH_PROMPT
-
-
 NameArgument = Annotated[
     str | None,
     typer.Argument(help="Environment: math:arithmetic, math:gsm8k, bfcl:multi_turn_base, ..."),
@@ -88,6 +76,8 @@ class _EnvRun:
 
     @property
     def system_prompt(self) -> str:
+        from tooluse.envs.prompts import default_system_prompt
+
         return default_system_prompt(self.env_name)
 
     def runner(self, environment: Any) -> Any:
