@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # portable build is as fast as the native one, and it builds faster (no multimodal part).
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: install test test-fast demo bench lint typecheck clean chromium mutation
+.PHONY: install test test-fast demo bench lint typecheck clean chromium mutation train
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	       "(about 5 minutes on 2 cores); pip caches the wheel, so later installs take seconds."; \
 	  $(PIP) install --progress-bar on 'llama-cpp-python>=0.3.16' 2>&1 | grep -v "^WARNING: Location"; }
 	$(PIP) install --quiet -e '.[all,dev]'
+	# The train extra. torch is pinned (==2.13.0 in pyproject.toml) and taken from PyTorch's CPU
+	# index: the default Linux wheel on PyPI pulls several GB of CUDA packages a CPU run never
+	# uses (pip still prefers a matching wheel from a local wheel folder when one is configured).
+	$(PIP) install --quiet --extra-index-url https://download.pytorch.org/whl/cpu -e '.[train]'
 	# Real BFCL data (prompts and answers) for `tooluse eval bfcl`; its declared dependencies
 	# are huge and not needed to read the data, so no-deps (mpmath comes from the eval extra).
 	$(PIP) install --quiet --no-deps 'bfcl-eval==2026.3.23'
@@ -74,6 +78,15 @@ bench: install
 MUTANTS ?= 40
 mutation: install
 	MUTANTS=$(MUTANTS) $(PY) benchmarks/mutation.py $(GROUPS)
+
+# The real training run (long: about an hour on 2 cores; run it alone on the machine): SFT on
+# math:arithmetic teacher trajectories of the train split, then the base and trained models on
+# the test split. Resumable: run it again after a kill.
+TRAIN_OUT ?= runs/train-sft
+train: install
+	$(VENV)/bin/tooluse train sft --env math:arithmetic --split train --size 1000 --steps 250 \
+	  --batch-size 8 --max-length 768 --save-steps 25 --out $(TRAIN_OUT)
+	$(VENV)/bin/tooluse eval env math:arithmetic --split test --model local --out $(TRAIN_OUT)/eval-base
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -34,7 +34,7 @@ from tooluse.local.grammar import (
     minimal_instance,
     tool_call_rules,
 )
-from tooluse.local.model_files import check_model_path, default_model_path
+from tooluse.local.model_files import check_lora_path, check_model_path, default_model_path
 from tooluse.local.profiles import ToolPromptProfile, profile_for
 from tooluse.local.runtime import import_llama_cpp
 from tooluse.messages import ChatMessage, ToolCall, Usage
@@ -147,7 +147,7 @@ class LlamaCppBackend(BaseBackend):
         verbose: bool = False,
     ) -> None:
         path = check_model_path(model_path)
-        lora = check_model_path(lora_path) if lora_path is not None else None
+        lora = check_lora_path(lora_path) if lora_path is not None else None
         llama_cpp = import_llama_cpp()
         threads = n_threads if n_threads is not None else max(1, min(os.cpu_count() or 1, 8))
         try:

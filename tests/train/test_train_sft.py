@@ -1,0 +1,109 @@
+"""`tooluse train sft` for real, tiny: a few steps on a handful of teacher turns, the GGUF
+adapter loaded by llama.cpp, its effect equal to the trained adapter's, a resumed run; the
+adapter file never half-written."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from tooluse.cli.app import app
+
+pytest.importorskip("torch")
+pytest.importorskip("trl")
+pytest.importorskip("gguf")
+
+PROMPT = "<|im_start|>user\nCompute 5564 + 5275. Give the exact integer.<|im_end|>\n<|im_start|>assistant\n"
+TINY = ["--env", "math:arithmetic", "--size", "2", "--batch-size", "1", "--max-length", "640",
+        "--learning-rate", "5e-3", "--save-steps", "1", "-q"]  # fmt: skip
+
+
+def _llama_logits(lora):
+    import llama_cpp
+
+    from tooluse.local.model_files import default_model_path
+
+    llm = llama_cpp.Llama(
+        model_path=str(default_model_path()), lora_path=lora, n_ctx=128, logits_all=True,
+        n_threads=2, verbose=False,
+    )  # fmt: skip
+    try:
+        tokens = llm.tokenize(PROMPT.encode(), special=True)
+        llm.eval(tokens)
+        return np.array(llm.scores[len(tokens) - 1], dtype=np.float64)
+    finally:
+        llm.close()
+
+
+def _peft_delta(checkpoint):
+    import torch
+    from peft import PeftModel
+
+    from tooluse.local.model_files import default_model_path
+    from tooluse.train.runtime import import_training_stack
+    from tooluse.train.sft import load_base_model
+
+    model, tokenizer = load_base_model(import_training_stack(), default_model_path())
+    ids = tokenizer(PROMPT, return_tensors="pt")["input_ids"]
+    tuned = PeftModel.from_pretrained(model, str(checkpoint))
+    with torch.no_grad():
+        after = tuned(ids).logits[0, -1].double().numpy()
+        with tuned.disable_adapter():
+            before = tuned(ids).logits[0, -1].double().numpy()
+    return after - before
+
+
+@pytest.mark.slow
+def test_tiny_sft_run_exports_an_adapter_llama_cpp_applies(tmp_path):
+    from tooluse.local.backend import LlamaCppBackend
+
+    out = tmp_path / "run"
+    first = CliRunner().invoke(app, ["train", "sft", *TINY, "--steps", "2", "--out", str(out)])
+    assert first.exit_code == 0, first.output
+    card = json.loads((out / "card.json").read_text())
+    adapter = out / "adapter.gguf"
+    assert card["adapter"] == str(adapter) and adapter.stat().st_size == card["adapter_bytes"]
+    assert card["data"] == {
+        "environment": "math:arithmetic",
+        "split": "train",
+        "size": 2,
+        "seed": 0,
+    }
+    assert card["examples"] == 4 and card["metrics"]["steps"] == 2
+    assert card["metrics"]["loss_last"] < card["metrics"]["loss_first"]
+    assert card["metrics"]["tokens_per_second"] > 0 and card["wall_seconds"] > 0
+    assert not [p for p in out.iterdir() if p.name.endswith(".partial")]
+
+    # llama.cpp applies it: the logits move, and the same way as the trained peft adapter's
+    # (a wrong tensor layout, such as unpermuted query/key rows, moves them differently)
+    delta = _llama_logits(str(adapter)) - _llama_logits(None)
+    assert np.abs(delta).max() > 0.5
+    reference = _peft_delta(out / "checkpoints" / "checkpoint-2")
+    assert np.corrcoef(delta, reference)[0, 1] > 0.98
+
+    backend = LlamaCppBackend.default(n_ctx=1024, n_threads=2, lora_path=adapter)
+    try:
+        assert backend.lora_path == adapter
+    finally:
+        backend.close()
+
+    # run again with more steps: it resumes from the last checkpoint
+    again = CliRunner().invoke(app, ["train", "sft", *TINY, "--steps", "3", "--out", str(out)])
+    assert again.exit_code == 0, again.output
+    resumed = json.loads((out / "card.json").read_text())
+    assert resumed["resumed_from"] == "checkpoint-2" and resumed["metrics"]["steps"] == 3
+
+
+@pytest.mark.slow
+def test_examples_longer_than_max_length_are_counted_not_cut(tmp_path):
+    result = CliRunner().invoke(
+        app,
+        ["train", "sft", "--env", "math:arithmetic", "--size", "3", "--steps", "1",
+         "--max-length", "100", "--out", str(tmp_path / "r")],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "error: 6 of 6 training turns are longer than --max-length 100 tokens" in result.output
+    assert not (tmp_path / "r" / "adapter.gguf").exists()
