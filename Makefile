@@ -79,13 +79,15 @@ MUTANTS ?= 40
 mutation: install
 	MUTANTS=$(MUTANTS) $(PY) benchmarks/mutation.py $(GROUPS)
 
-# The real training run (long: about an hour on 2 cores; run it alone on the machine): SFT on
-# math:arithmetic teacher trajectories of the train split, then the base and trained models on
-# the test split. Resumable: run it again after a kill.
-TRAIN_OUT ?= runs/train-sft
+# The real training run (long: an hour or more on 2 cores; run it alone on the machine): SFT on
+# math:arithmetic teacher trajectories of the train split, then rejection-sampling rounds from
+# that adapter, then the base model on the test split. Resumable: run it again after a kill.
+TRAIN_OUT ?= runs/train
 train: install
 	$(VENV)/bin/tooluse train sft --env math:arithmetic --split train --size 1000 --steps 250 \
-	  --batch-size 8 --max-length 768 --save-steps 25 --out $(TRAIN_OUT)
+	  --batch-size 8 --max-length 768 --save-steps 25 --out $(TRAIN_OUT)/sft
+	$(VENV)/bin/tooluse train rft --env math:arithmetic --size 200 --held-out 50 --rounds 2 \
+	  --samples 2 --steps 100 --adapter $(TRAIN_OUT)/sft/adapter.gguf --out $(TRAIN_OUT)/rft
 	$(VENV)/bin/tooluse eval env math:arithmetic --split test --model local --out $(TRAIN_OUT)/eval-base
 
 clean:

@@ -4,6 +4,7 @@
 
     tooluse train sft --env math:arithmetic --size 1000 --steps 300 --out runs/sft
     tooluse train sft --data sft.jsonl --out runs/sft --max-minutes 60
+    tooluse train rft --env math:arithmetic --rounds 3 --samples 4 --out runs/rft
 
 Writes ``OUT/adapter.gguf`` (a llama.cpp LoRA adapter: ``LlamaCppBackend(...,
 lora_path=...)``) and ``OUT/card.json``; checkpoints go to ``OUT/checkpoints`` and the same
@@ -130,10 +131,90 @@ def sft_command(  # noqa: PLR0913 - one parameter per command-line option
     )
 
 
+RoundsOption = Annotated[int, typer.Option("--rounds", min=1, help="Sample-filter-train rounds.")]
+SamplesOption = Annotated[int, typer.Option("--samples", "-k", min=1, help="Samples per task.")]
+ThresholdOption = Annotated[
+    float, typer.Option("--threshold", help="Keep trajectories with at least this reward.")
+]
+HeldOutOption = Annotated[
+    int,
+    typer.Option("--held-out", min=1, help="The last N train tasks, never sampled: the report."),
+]
+TemperatureOption = Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
+
+
+def rft_command(  # noqa: PLR0913 - one parameter per command-line option
+    out: OutOption,
+    env: Annotated[str, typer.Option("--env", "-e", help="The environment.")] = "math:arithmetic",
+    size: Annotated[int, typer.Option("--size", min=2, help="Train tasks.")] = 64,
+    held_out: HeldOutOption = 16,
+    rounds: RoundsOption = 2,
+    samples: SamplesOption = 4,
+    threshold: ThresholdOption = 1.0,
+    temperature: TemperatureOption = 0.8,
+    seed: SeedOption = 0,
+    steps: StepsOption = 50,
+    batch_size: BatchOption = 8,
+    learning_rate: RateOption = 2e-4,
+    rank: RankOption = 16,
+    max_length: LengthOption = 1024,
+    max_minutes: MinutesOption = None,
+    max_turns: Annotated[
+        int | None, typer.Option("--max-turns", min=1, help="Tool rounds per trajectory.")
+    ] = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Per reply.")] = 160,
+    adapter: Annotated[
+        Path | None,
+        typer.Option("--adapter", help="Round 1 samples with it (a train sft adapter)."),
+    ] = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Rejection sampling: sample, keep the rewarded, fine-tune; each round's held-out success."""
+    from tooluse.errors import BackendError
+    from tooluse.train.data import TrainDataError
+    from tooluse.train.rft import RFTOptions, run_rft
+    from tooluse.train.runtime import import_training_stack
+    from tooluse.train.sft import SFTOptions
+
+    import_training_stack()
+    sft = SFTOptions(
+        out=out,
+        steps=steps,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        lora_rank=rank,
+        lora_alpha=2.0 * rank,
+        max_length=max_length,
+        seed=seed,
+        save_steps=max(1, steps // 4),
+        max_minutes=max_minutes,
+        progress=not quiet,
+    )
+    options = RFTOptions(
+        environment=env,
+        sft=sft,
+        size=size,
+        held_out=held_out,
+        rounds=rounds,
+        samples=samples,
+        threshold=threshold,
+        temperature=temperature,
+        max_turns=max_turns,
+        max_tokens=max_tokens,
+        start_adapter=adapter,
+    )
+    try:
+        run_rft(options, report=typer.echo)
+    except (TrainDataError, BackendError, KeyError, ValueError) as exc:
+        raise _fail(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
+
+
 def register(app: typer.Typer) -> None:
     """Attach ``train`` and its commands to the main app."""
     train_app = typer.Typer(
-        help="Train the local model on tooluse's environments: `train sft` (LoRA, GGUF adapter)."
+        help="Train the local model on tooluse's environments: `train sft` (LoRA, GGUF "
+        "adapter) and `train rft` (rejection sampling)."
     )
     app.add_typer(train_app, name="train")
     train_app.command("sft")(sft_command)
+    train_app.command("rft")(rft_command)
