@@ -61,9 +61,18 @@ def test_tiny_sft_run_exports_an_adapter_llama_cpp_applies(tmp_path):
     from tooluse.local.backend import LlamaCppBackend
 
     out = tmp_path / "run"
-    first = CliRunner().invoke(app, ["train", "sft", *TINY, "--steps", "2", "--out", str(out)])
+    # --max-minutes ends the run after its first step, with a checkpoint and the adapter
+    first = CliRunner().invoke(
+        app, ["train", "sft", *TINY, "--steps", "3", "--max-minutes", "0.001", "--out", str(out)]
+    )
     assert first.exit_code == 0, first.output
+    stopped = json.loads((out / "card.json").read_text())
+    assert stopped["metrics"]["steps"] == 1 and (out / "adapter.gguf").is_file()
+    # the same command again resumes from that checkpoint
+    again = CliRunner().invoke(app, ["train", "sft", *TINY, "--steps", "2", "--out", str(out)])
+    assert again.exit_code == 0, again.output
     card = json.loads((out / "card.json").read_text())
+    assert card["resumed_from"] == "checkpoint-1" and card["metrics"]["steps"] == 2
     adapter = out / "adapter.gguf"
     assert card["adapter"] == str(adapter) and adapter.stat().st_size == card["adapter_bytes"]
     assert card["data"] == {
@@ -72,8 +81,7 @@ def test_tiny_sft_run_exports_an_adapter_llama_cpp_applies(tmp_path):
         "size": 2,
         "seed": 0,
     }
-    assert card["examples"] == 4 and card["metrics"]["steps"] == 2
-    assert card["metrics"]["loss_last"] < card["metrics"]["loss_first"]
+    assert card["examples"] == 4
     assert card["metrics"]["tokens_per_second"] > 0 and card["wall_seconds"] > 0
     assert not [p for p in out.iterdir() if p.name.endswith(".partial")]
 
@@ -89,12 +97,6 @@ def test_tiny_sft_run_exports_an_adapter_llama_cpp_applies(tmp_path):
         assert backend.lora_path == adapter
     finally:
         backend.close()
-
-    # run again with more steps: it resumes from the last checkpoint
-    again = CliRunner().invoke(app, ["train", "sft", *TINY, "--steps", "3", "--out", str(out)])
-    assert again.exit_code == 0, again.output
-    resumed = json.loads((out / "card.json").read_text())
-    assert resumed["resumed_from"] == "checkpoint-2" and resumed["metrics"]["steps"] == 3
 
 
 @pytest.mark.slow
