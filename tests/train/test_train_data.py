@@ -210,3 +210,20 @@ def test_training_text_is_what_the_backend_renders_at_inference():
         assert "python" not in plain.split("assistant")[-1]
     finally:
         backend.close()
+
+
+def test_bfcl_multi_turn_teacher_replays_the_ground_truth_on_the_train_split():
+    from tooluse.envs import environment_registry
+
+    conversations = teacher_conversations("bfcl:multi_turn_base", size=3)
+    train_ids = {
+        t.id for t in environment_registry.get(name="bfcl:multi_turn_base", split="train").tasks
+    }
+    assert len(conversations) == 3
+    for conversation in conversations:
+        assert conversation.source.split("/", 1)[1] in train_ids
+        calls = [c for m in conversation.messages for c in m.tool_calls]
+        assert calls and all(c.name in {t.name for t in conversation.tools} for c in calls)
+        assert conversation.messages[-1].content == "Done."
+    with pytest.raises(TrainDataError, match="no scripted teacher for 'bfcl:multi_turn_miss_func'"):
+        teacher_conversations("bfcl:multi_turn_miss_func", size=1)

@@ -41,8 +41,15 @@ __all__ = [
     "teacher_conversations",
 ]
 
-#: Environments with a scripted teacher (a solver whose trajectories are right by construction).
-TEACHERS = ("math:arithmetic",)
+#: Environments with a scripted teacher (a solver whose trajectories are right by construction):
+#: math:arithmetic runs the expression in python and submits its output; the BFCL multi-turn
+#: categories whose tools stay the same through an entry replay BFCL's ground truth.
+TEACHERS = (
+    "math:arithmetic",
+    "bfcl:multi_turn_base",
+    "bfcl:multi_turn_miss_param",
+    "bfcl:multi_turn_long_context",
+)
 _LISTED = 8  # how many bad lines or calls an error message names
 
 
@@ -233,12 +240,27 @@ def _arithmetic_turns(task: Any) -> list[list[ToolCall]]:
     ]
 
 
+def _teacher_script(env: Any, index: int) -> list[Any]:
+    """The scripted turns that solve task ``index`` of ``env``."""
+    if env.name == "math:arithmetic":
+        return list(_arithmetic_turns(env.task(index)))
+    from tooluse.evals.bfcl.world import ground_truth_calls
+
+    script: list[Any] = []
+    for turn in ground_truth_calls(env.entries[index]):
+        if turn:
+            script.append([ToolCall(name=name, arguments=arguments) for name, arguments in turn])
+        script.append("Done.")  # each user turn ends with a short reply, as BFCL expects
+    return script
+
+
 def teacher_conversations(
     environment: str, *, split: str = "train", size: int = 200, seed: int = 0
 ) -> list[Conversation]:
     """Right-by-construction conversations on the ``split`` tasks of ``environment``, played
-    through the real environment and tool loop (the python tool really runs), with the system
-    prompt ``tooluse eval env`` uses."""
+    through the real environment and tool loop (the python tool and BFCL's classes really
+    run), with the system prompt ``tooluse eval env`` uses. ``size`` tasks of a procedural
+    environment from ``seed``; the first ``size`` of a fixed set's split."""
     from tooluse.envs import TrajectoryRunner, environment_registry
     from tooluse.envs.prompts import default_system_prompt
     from tooluse.providers.scripted import ScriptedBackend
@@ -249,13 +271,16 @@ def teacher_conversations(
             f"no scripted teacher for {environment!r}; teachers: {', '.join(TEACHERS)} "
             "(or pass an SFT JSONL file with --data)"
         )
-    env = environment_registry.get(name=environment, split=split, size=size, seed=seed)
+    if environment == "math:arithmetic":
+        env = environment_registry.get(name=environment, split=split, size=size, seed=seed)
+    else:  # a fixed set: its train split, at most ``size`` entries
+        env = environment_registry.get(name=environment, split=split, limit=size)
     conversations = []
     with env:
         for index in range(len(env)):
             runner = TrajectoryRunner(
                 environment=env,
-                backend=ScriptedBackend(_arithmetic_turns(env.task(index))),
+                backend=ScriptedBackend(_teacher_script(env, index)),
                 system_prompt=default_system_prompt(environment),
             )
             trajectory = runner.run_trajectory(task_index=index)
