@@ -87,3 +87,44 @@ def test_the_backend_checks_a_lora_file_before_llama_cpp_sees_it(tmp_path):
         check_lora_path(default_model_path())
     with pytest.raises(ModelFileError, match="not found"):
         check_lora_path(tmp_path / "absent.gguf")
+
+
+def _smollm_adapter(path):
+    """A random rank-2 adapter on the embedded SmolLM2's first query and down projections."""
+    rng = np.random.default_rng(1)
+    prefix = "base_model.model.model.layers.0"
+    tensors = {
+        f"{prefix}.self_attn.q_proj.lora_A.weight": rng.normal(size=(2, 576)).astype(np.float32),
+        f"{prefix}.self_attn.q_proj.lora_B.weight": rng.normal(size=(576, 2)).astype(np.float32),
+        f"{prefix}.mlp.down_proj.lora_A.weight": rng.normal(size=(2, 1536)).astype(np.float32),
+        f"{prefix}.mlp.down_proj.lora_B.weight": rng.normal(size=(576, 2)).astype(np.float32),
+    }
+    return write_lora_gguf(tensors, LoraShape(alpha=2, n_layers=30, n_head=9, n_head_kv=3), path)
+
+
+def test_an_adapter_for_another_model_is_refused(tmp_path):
+    from tooluse.local.model_files import ModelFileError, check_lora_path, default_model_path
+
+    other = write_lora_gguf(_tensors(), SHAPE, tmp_path / "other.gguf")  # 8-wide projections
+    with pytest.raises(ModelFileError, match=r"does not fit .*blk.0.attn_q.weight is \(576, 576\)"):
+        check_lora_path(other, default_model_path())
+    fitting = _smollm_adapter(tmp_path / "fits.gguf")
+    assert check_lora_path(fitting, default_model_path()) == fitting
+
+
+@pytest.mark.slow
+def test_model_strings_name_an_adapter_and_round_trip(tmp_path):
+    from tooluse.providers.model_registry import load_model
+
+    adapter = _smollm_adapter(tmp_path / "a.gguf")
+    backend = load_model(f"local:#lora={adapter}", n_ctx=256)
+    try:
+        assert backend.lora_path == adapter
+        assert backend.model_spec == f"local:#lora={adapter}"
+        again = load_model(backend.model_spec, n_ctx=256)
+        assert again.lora_path == adapter
+        again.close()
+    finally:
+        backend.close()
+    with pytest.raises(ValueError, match="#lora= needs the path"):
+        load_model("local:#lora=")

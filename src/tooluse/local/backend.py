@@ -147,7 +147,7 @@ class LlamaCppBackend(BaseBackend):
         verbose: bool = False,
     ) -> None:
         path = check_model_path(model_path)
-        lora = check_lora_path(lora_path) if lora_path is not None else None
+        lora = check_lora_path(lora_path, path) if lora_path is not None else None
         llama_cpp = import_llama_cpp()
         threads = n_threads if n_threads is not None else max(1, min(os.cpu_count() or 1, 8))
         try:
@@ -215,7 +215,10 @@ class LlamaCppBackend(BaseBackend):
             embedded = self.model_path == default_model_path()
         except MissingDependencyError:
             embedded = False
-        return "local" if embedded else f"llama-cpp:{self.model_path}"
+        spec = "local" if embedded else f"llama-cpp:{self.model_path}"
+        if self.lora_path is None:
+            return spec
+        return f"{spec}{':' if embedded else ''}#lora={self.lora_path}"
 
     @property
     def capabilities(self) -> ModelCapabilities:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -94,9 +95,18 @@ def _skip_value(handle: BinaryIO, kind: int) -> object:
     raise ValueError(f"unknown metadata type {kind}")
 
 
-def _gguf_metadata(path: Path, wanted: frozenset[str]) -> tuple[int, dict[str, object]]:
-    """The tensor count and the ``wanted`` keys of a GGUF file's header."""
+@dataclass(frozen=True, kw_only=True)
+class _GGUFHeader:
+    """The parts of a GGUF header these checks read."""
+
+    metadata: dict[str, object]
+    shapes: dict[str, tuple[int, ...]]  # tensor name -> ggml dimensions (ne0 first)
+
+
+def _gguf_header(path: Path, wanted: frozenset[str]) -> _GGUFHeader:
+    """The ``wanted`` metadata keys and every tensor's shape of a GGUF file."""
     found: dict[str, object] = {}
+    shapes: dict[str, tuple[int, ...]] = {}
     with path.open("rb") as handle:
         magic, version, tensors, keys = _read(handle, "4sIQQ")
         if magic != GGUF_MAGIC or version not in (2, 3):
@@ -109,21 +119,49 @@ def _gguf_metadata(path: Path, wanted: frozenset[str]) -> tuple[int, dict[str, o
             value = _skip_value(handle, kind)
             if key in wanted:
                 found[key] = value
-                if len(found) == len(wanted):
-                    break
-    return tensors, found
+        for _ in range(tensors):
+            name = _string(handle)
+            (dims,) = _read(handle, "I")
+            assert isinstance(dims, int)
+            if dims > 8:
+                raise ValueError(f"tensor {name!r} has {dims} dimensions")
+            shape = _read(handle, "Q" * dims)
+            _read(handle, "IQ")  # type and offset
+            shapes[name] = tuple(int(str(n)) for n in shape)
+    return _GGUFHeader(metadata=found, shapes=shapes)
 
 
-def check_lora_path(path: str | Path) -> Path:
+def _misfit(adapter: dict[str, tuple[int, ...]], model: dict[str, tuple[int, ...]]) -> str | None:
+    """Why the adapter's tensors do not fit the model's (None when they fit)."""
+    for name, shape_a in sorted(adapter.items()):
+        if not name.endswith(".lora_a"):
+            continue
+        base = name[: -len(".lora_a")]
+        shape_b = adapter.get(base + ".lora_b")
+        weight = model.get(base)
+        if weight is None or shape_b is None:
+            return (
+                f"the model has no tensor {base!r}" if weight is None else f"{base} has no lora_b"
+            )
+        # ggml order: weight (in, out), lora_a (in, rank), lora_b (rank, out)
+        if len(weight) != 2 or (shape_a[0], shape_b[1], shape_a[1]) != (*weight, shape_b[0]):
+            return f"{base} is {weight} in the model, the adapter's is {shape_a} x {shape_b}"
+    return None
+
+
+def check_lora_path(path: str | Path, model_path: str | Path | None = None) -> Path:
     """``path`` as a :class:`Path`, after checking that it is a llama.cpp GGUF LoRA adapter
-    with tensors (llama.cpp itself accepts an empty or foreign file without a word)."""
+    with tensors that fit the model at ``model_path`` (when given). llama.cpp itself accepts
+    an empty or foreign file, and one made for another model, with at most a log line."""
     adapter = Path(path).expanduser()
     if not adapter.is_file():
         raise ModelFileError(f"LoRA adapter not found: {adapter}")
     try:
-        tensors, found = _gguf_metadata(adapter, frozenset({"general.type", "adapter.type"}))
+        header = _gguf_header(adapter, frozenset({"general.type", "adapter.type"}))
+        model = _gguf_header(Path(model_path), frozenset()) if model_path is not None else None
     except (OSError, ValueError) as exc:
         raise ModelFileError(f"cannot read the LoRA adapter {adapter}: {exc}") from exc
+    found, tensors = header.metadata, len(header.shapes)
     kind = (found.get("general.type"), found.get("adapter.type"))
     if kind != ("adapter", "lora"):
         raise ModelFileError(
@@ -132,4 +170,7 @@ def check_lora_path(path: str | Path) -> Path:
         )
     if not tensors:
         raise ModelFileError(f"the LoRA adapter has no tensors: {adapter}")
+    misfit = _misfit(header.shapes, model.shapes) if model is not None else None
+    if misfit is not None:
+        raise ModelFileError(f"the LoRA adapter {adapter} does not fit {model_path}: {misfit}")
     return adapter
