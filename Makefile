@@ -12,7 +12,7 @@ NO_CONFLICT_WARNINGS := --no-warn-conflicts
 # portable build is as fast as the native one, and it builds faster (no multimodal part).
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: install test test-fast demo bench lint typecheck clean chromium mutation
+.PHONY: install test test-fast demo bench lint typecheck clean chromium mutation train
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	@echo "bfcl-eval, sympy, reasoning-gym, gem-llm, openenv-core and verifiers go in without their" \
 	     "declared dependencies (see pyproject.toml), so pip's conflict warnings about them are off."
 	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) -e '.[all,dev]'
+	# The train extra. torch is pinned (==2.13.0 in pyproject.toml) to the CPU build: a default
+	# Linux torch from the registry pulls several GB of CUDA packages a CPU run never uses (here
+	# pip takes the CPU wheel from the machine's local wheel folder; elsewhere install PyTorch's
+	# CPU build first, as the README says).
+	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) -e '.[train]'
 	# Real BFCL data (prompts and answers) for `tooluse eval bfcl`; its declared dependencies
 	# are huge and not needed to read the data, so no-deps (mpmath comes from the eval extra).
 	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) --no-deps 'bfcl-eval==2026.3.23'
@@ -79,6 +84,17 @@ bench: install
 MUTANTS ?= 40
 mutation: install
 	MUTANTS=$(MUTANTS) $(PY) benchmarks/mutation.py $(GROUPS)
+
+# The real training run (long: an hour or more on 2 cores; run it alone on the machine): SFT on
+# math:arithmetic teacher trajectories of the train split, then rejection-sampling rounds from
+# that adapter, then the base model on the test split. Resumable: run it again after a kill.
+TRAIN_OUT ?= runs/train
+train: install
+	$(VENV)/bin/tooluse train sft --env math:arithmetic --split train --size 1000 --steps 250 \
+	  --batch-size 8 --max-length 768 --save-steps 25 --out $(TRAIN_OUT)/sft
+	$(VENV)/bin/tooluse train rft --env math:arithmetic --size 200 --held-out 50 --rounds 2 \
+	  --samples 2 --steps 100 --adapter $(TRAIN_OUT)/sft/adapter.gguf --out $(TRAIN_OUT)/rft
+	$(VENV)/bin/tooluse eval env math:arithmetic --split test --model local --out $(TRAIN_OUT)/eval-base
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,4 +1,4 @@
-"""The embedded model on tool environments: math:arithmetic and bfcl:multi_turn_base.
+"""The embedded model on tool environments: math:word_problems and bfcl:multi_turn_base.
 
 Not part of ``make bench`` (it takes long on a small machine): run it directly,
 ``python benchmarks/measure_envs.py [--bfcl N] [--engines local,ray] [--max-steps S]``.
@@ -86,8 +86,8 @@ def main() -> None:
     bfcl = smallest_bfcl_entries(args.bfcl) if args.bfcl else []
     results["bfcl_indices"] = bfcl
     for engine in engines:
-        results[f"math:arithmetic/{engine}"] = measure(
-            "math:arithmetic", arithmetic, engine, {}, args.max_tokens
+        results[f"math:word_problems/{engine}"] = measure(
+            "math:word_problems", arithmetic, engine, {}, args.max_tokens
         )
         if bfcl:
             results[f"bfcl:multi_turn_base/{engine}"] = measure(

@@ -20,7 +20,7 @@ from tooluse.envs import (
 )
 
 # Create a tool-enabled environment
-env = environment_registry.get(name="math:arithmetic", tool_types=("python",))
+env = environment_registry.get(name="math:word_problems", tool_types=("python",))
 
 state, _ = env.reset(options={"task_index": 0})
 print(f"Task: {state.observation.prompt}")

@@ -24,6 +24,7 @@ ABSENT = (
     "ray",
     "bfcl_eval",
     "mesa",
+    "torch",
 )
 RUNNER = textwrap.dedent(
     f"""
@@ -64,6 +65,7 @@ def tools_file(tmp_path):
         (["mcp", "list", "--", sys.executable, "-m", "mcp_server_time"], "mcp"),
         (["serve"], "serve"),
         (["eval", "bfcl", "-m", "local", "--limit", "1"], "local"),
+        (["train", "sft", "--env", "math:arithmetic", "--out", "/tmp/never-written"], "train"),
     ],
 )
 def test_command_names_the_extra_in_one_line(args, extra):

@@ -20,7 +20,7 @@ from tooluse.envs import (
 
 @pytest.fixture(scope="module")
 def env():
-    environment = environment_registry.get(name="math:arithmetic", tool_types=("python",))
+    environment = environment_registry.get(name="math:word_problems", tool_types=("python",))
     yield environment
     environment.close()
 
@@ -188,7 +188,7 @@ def test_user_given_rewards_replace_the_monitors_and_count():
 
 
 def test_registry():
-    assert "math:arithmetic" in environment_registry.names()
+    assert {"math:arithmetic", "math:word_problems"} <= set(environment_registry.names())
     no_python = environment_registry.get(name="arithmetic", tool_types=())
     state, _ = no_python.reset(options={"task_index": 2})
     assert [t.name for t in state.observation.available_tools] == ["submit_answer"]
@@ -197,9 +197,9 @@ def test_registry():
     with pytest.raises(ValueError, match="math:gsm8k needs data_path"):
         environment_registry.get(name="math:GSM8K")
     with pytest.raises(ValueError, match=r"unknown adapter 'gym'; known: .*gem.*reasoning_gym"):
-        environment_registry.get(name="math:arithmetic", adapter="gym")
+        environment_registry.get(name="math:word_problems", adapter="gym")
     with pytest.raises(ValueError, match="unknown tool type 'browser'"):
-        environment_registry.get(name="math:arithmetic", tool_types=("browser",))
+        environment_registry.get(name="math:word_problems", tool_types=("browser",))
     with pytest.raises(ValueError, match="already registered"):
         environment_registry.register("arithmetic", ArithmeticEnvironment)
 

@@ -158,7 +158,7 @@ def test_cli_eval_env_prints_the_summary_table_and_resumes(tmp_path):
     args = [
         "eval",
         "env",
-        "math:arithmetic",
+        "math:word_problems",
         "--model",
         "answer-key-test:x",
         "--no-python",
@@ -173,7 +173,7 @@ def test_cli_eval_env_prints_the_summary_table_and_resumes(tmp_path):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "pass@2" in result.output and "reward correctness" in result.output
-    assert "math:arithmetic: solved 6/6 (100.0%)" in result.output
+    assert "math:word_problems: solved 6/6 (100.0%)" in result.output
     again = CliRunner().invoke(app, args)
     assert re.search(r"ran / resumed\s+0 / 6", again.output), again.output
     bad = CliRunner().invoke(app, ["eval", "env", "math:gsm8k", "--model", "answer-key-test:x"])

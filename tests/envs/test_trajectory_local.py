@@ -15,7 +15,7 @@ from tooluse.envs import TrajectoryRunner, environment_registry
 def test_local_model_episode_is_recorded_consistently():
     from tooluse.local import LlamaCppBackend
 
-    env = environment_registry.get(name="math:arithmetic", tool_types=("python",))
+    env = environment_registry.get(name="math:word_problems", tool_types=("python",))
     runner = TrajectoryRunner(
         environment=env,
         backend=LlamaCppBackend.default(max_tokens=96),

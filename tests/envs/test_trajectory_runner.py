@@ -28,7 +28,7 @@ NO_NATIVE = ModelCapabilities(supports_function_calling=False)
 
 @pytest.fixture()
 def env():
-    environment = environment_registry.get(name="math:arithmetic", tool_types=("python",))
+    environment = environment_registry.get(name="math:word_problems", tool_types=("python",))
     yield environment
     environment.close()
 

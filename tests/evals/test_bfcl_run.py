@@ -278,10 +278,21 @@ def test_cli_eval_env_writes_trajectories(tmp_path):
     )
     out = tmp_path / "runs.jsonl"
     result = CliRunner().invoke(
-        app, ["eval", "env", "--model", "env-script-test:x", "--limit", "2", "-o", str(out)]
+        app,
+        [
+            "eval",
+            "env",
+            "math:word_problems",
+            "--model",
+            "env-script-test:x",
+            "--limit",
+            "2",
+            "-o",
+            str(out),
+        ],
     )
     assert result.exit_code == 0, result.output
-    assert "math:arithmetic: solved 1/2 (50.0%)" in result.output
+    assert "math:word_problems: solved 1/2 (50.0%)" in result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["success"] for r in rows] == [True, False]
     assert [r["answer"] for r in rows] == ["12", "50"]

@@ -19,6 +19,7 @@ from tooluse.cli import (
     mcp_cmd,
     report_cmd,
     serve_cmd,
+    train_cmd,
 )
 
 app = typer.Typer(
@@ -89,6 +90,7 @@ for _module in (
     export_cmd,
     report_cmd,
     logs_cmd,
+    train_cmd,
 ):
     _module.register(app)
 

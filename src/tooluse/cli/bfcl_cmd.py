@@ -114,13 +114,14 @@ def _entries_or_exit(
     sample: int | None,
     seed: int,
     limit: int | None,
+    split: str | None,
 ) -> list[Any]:
     """The entries the options select; exit 2 on a bad file or option, or when none are left."""
     from tooluse.evals.bfcl.data import select_entries
 
     try:
         entries = _load_entries(_categories(category), data, answers, shipped)
-        entries = select_entries(entries, sample=sample, seed=seed, limit=limit)
+        entries = select_entries(entries, sample=sample, seed=seed, limit=limit, split=split)
     except (OSError, ValueError) as exc:
         raise _fail(str(exc)) from None
     if not entries:
@@ -188,6 +189,10 @@ LimitOption = Annotated[
     int | None,
     typer.Option("--limit", "-n", min=1, help="The first N entries per category (after --sample)."),
 ]
+SplitOption = Annotated[
+    str | None,
+    typer.Option("--split", help="train or test: that split of each category (before --sample)."),
+]
 ToolChoiceOption = Annotated[str, typer.Option("--tool-choice", help="auto or required.")]
 ParallelOption = Annotated[
     bool | None,
@@ -247,6 +252,7 @@ def bfcl_command(  # noqa: PLR0913 - one parameter per command-line option
     sample: SampleOption = None,
     seed: SeedOption = 0,
     limit: LimitOption = None,
+    split: SplitOption = None,
     tool_choice: ToolChoiceOption = "auto",
     parallel: ParallelOption = None,
     constrained: ConstrainedOption = True,
@@ -285,7 +291,7 @@ def bfcl_command(  # noqa: PLR0913 - one parameter per command-line option
         )
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    entries = _entries_or_exit(category, data, answers, shipped, sample, seed, limit)
+    entries = _entries_or_exit(category, data, answers, shipped, sample, seed, limit, split)
     check_output_paths(out, output)
     _check_model(model, format)
     engine_options = {

@@ -21,18 +21,6 @@ from typing import Annotated, Any
 
 import typer
 
-MATH_PROMPT = "Use the tools to solve the problem, then call submit_answer with the answer."
-BFCL_PROMPT = (
-    "You can call the given functions to carry out the user's requests. Call them as needed; "
-    "when a request is done, reply briefly without calling a function."
-)
-
-
-def default_system_prompt(environment: str) -> str:
-    """The system prompt the command uses for an environment."""
-    return BFCL_PROMPT if environment.startswith("bfcl:") else MATH_PROMPT
-
-
 NameArgument = Annotated[
     str | None,
     typer.Argument(help="Environment: math:arithmetic, math:gsm8k, bfcl:multi_turn_base, ..."),
@@ -67,6 +55,10 @@ MaxTurnsOption = Annotated[
     int | None, typer.Option("--max-turns", min=1, help="Tool rounds per user turn.")
 ]
 MaxTokensOption = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Per reply.")]
+SplitOption = Annotated[
+    str | None,
+    typer.Option("--split", help="train or test: that split's tasks (procedural: test is fixed)."),
+]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
 
@@ -84,6 +76,8 @@ class _EnvRun:
 
     @property
     def system_prompt(self) -> str:
+        from tooluse.envs.prompts import default_system_prompt
+
         return default_system_prompt(self.env_name)
 
     def runner(self, environment: Any) -> Any:
@@ -128,6 +122,9 @@ def _environment_or_exit(plan: _EnvRun) -> Any:
         return environment_registry.get(
             name=plan.env_name, tool_types=plan.tool_types, **plan.environment_options
         )
+    except TypeError:
+        typer.echo(f"error: environment {plan.env_name!r} has no train/test splits", err=True)
+        raise typer.Exit(2) from None
     except (KeyError, ValueError, ImportError) as exc:
         typer.echo(f"error: {exc.args[0]}", err=True)
         raise typer.Exit(2) from None
@@ -167,6 +164,7 @@ def env_command(  # noqa: PLR0913 - one parameter per command-line option
     format: FormatOption = None,
     max_turns: MaxTurnsOption = None,
     max_tokens: MaxTokensOption = None,
+    split: SplitOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Run a model on a tool environment's tasks; print the summary table."""
@@ -176,11 +174,14 @@ def env_command(  # noqa: PLR0913 - one parameter per command-line option
     if engine not in ("local", "ray"):
         typer.echo(f"error: unknown engine {engine!r}; use local or ray", err=True)
         raise typer.Exit(2)
+    environment_options: dict[str, Any] = {"data_path": str(data)} if data is not None else {}
+    if split is not None:
+        environment_options["split"] = split
     plan = _EnvRun(
         env_name=name or env,
         model=model,
         format=format,
-        environment_options={"data_path": str(data)} if data is not None else {},
+        environment_options=environment_options,
         tool_types=() if no_python else ("python",),
         max_tokens=max_tokens,
         max_turns=max_turns,

@@ -1,6 +1,11 @@
-"""``ArithmeticEnvironment``: short word problems with numeric answers, solved with ``python``.
+"""``ArithmeticEnvironment``: problems with numeric answers, solved with ``python``.
 
-The built-in tasks are small, hand-written, GSM8K-style problems; pass ``tasks=`` for your own.
+``math:arithmetic`` is procedural (:func:`arithmetic_environment`): integer expressions of
+growing depth over numbers too large to do in one's head, task ``i`` generated from seed
+``start + i``; its test split is a fixed 50 tasks, its train split as many as asked, from
+seeds disjoint from the test seeds (see :mod:`tooluse.envs.splits`). ``math:word_problems``
+is the 20 small, hand-written, GSM8K-style problems of :data:`ARITHMETIC_TASKS` (the class's
+default tasks); pass ``tasks=`` for your own.
 Answers are compared as numbers (``"$12.00"``, ``"#### 12"``, ``"\\boxed{12}"`` and ``"12"``
 all read as 12) with a small relative tolerance.
 """
@@ -8,17 +13,33 @@ all read as 12) with a small relative tolerance.
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tooluse.envs.base import EnvState, StepResult, Task, ToolEnvironment
 from tooluse.envs.python_sessions import SessionPool, new_episode_data
 from tooluse.envs.rewards import CorrectnessReward, numbers_match, parse_number
+from tooluse.envs.splits import check_split, split_indices, split_seed_start
 from tooluse.execution.sandbox import PythonSandbox, python_tool
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 
-__all__ = ["ARITHMETIC_TASKS", "ArithmeticEnvironment", "parse_number"]
+__all__ = [
+    "ARITHMETIC_TASKS",
+    "ARITHMETIC_TEST_SIZE",
+    "ArithmeticEnvironment",
+    "arithmetic_environment",
+    "arithmetic_tasks",
+    "parse_number",
+    "word_problems_environment",
+]
+
+#: The fixed size of ``math:arithmetic``'s test split.
+ARITHMETIC_TEST_SIZE = 50
+#: The deepest expressions (number of operators) of a procedural split.
+MAX_DEPTH = 4
+ARITHMETIC_PROMPT = "Compute {expression}. Give the exact integer."
 
 SESSION_NOTE = " Variables, functions and imports are kept between calls within one task."
 
@@ -150,7 +171,7 @@ class ArithmeticEnvironment(ToolEnvironment):
     interpreter.
     """
 
-    name = "math:arithmetic"
+    name = "math:word_problems"
 
     def __init__(
         self,
@@ -218,3 +239,62 @@ class ArithmeticEnvironment(ToolEnvironment):
         if self._sessions is not None:
             self._sessions.close()
         super().close()
+
+
+def _expression(rng: random.Random, depth: int) -> str:
+    """An integer expression with ``depth`` operators over 3- and 4-digit numbers."""
+    text = str(rng.randint(100, 9999))
+    for level in range(depth):
+        operator = rng.choice(("+", "-", "*"))
+        number = str(rng.randint(100, 999) if operator == "*" else rng.randint(100, 9999))
+        pair = (text, number) if rng.random() < 0.5 else (number, text)
+        text = f"{pair[0]} {operator} {pair[1]}"
+        if level < depth - 1:
+            text = f"({text})"
+    return text
+
+
+def arithmetic_tasks(*, start: int, size: int) -> tuple[Task, ...]:
+    """``size`` procedural tasks, task ``i`` from seed ``start + i``; the depth grows with ``i``
+    from 1 to :data:`MAX_DEPTH` operators."""
+    tasks = []
+    for index in range(size):
+        seed = start + index
+        depth = 1 + index * MAX_DEPTH // size
+        expression = _expression(random.Random(f"arithmetic:{seed}"), depth)
+        value = eval(expression, {"__builtins__": {}})  # our own digits and operators only
+        tasks.append(
+            Task(
+                id=f"arithmetic-{seed}",
+                prompt=ARITHMETIC_PROMPT.format(expression=expression),
+                reference=value,
+                metadata={"seed": seed, "depth": depth, "expression": expression},
+            )
+        )
+    return tuple(tasks)
+
+
+def arithmetic_environment(
+    *, split: str | None = None, size: int | None = None, seed: int = 0, **options: Any
+) -> ArithmeticEnvironment:
+    """``math:arithmetic``: the procedural expressions. ``split="test"`` (also the default, as
+    evaluation wants it) is the fixed 50 tasks; ``split="train"`` is ``size`` tasks (default
+    1000) from seeds ``seed, seed + 1, ...``, all below the test seeds."""
+    split = check_split(split) or "test"
+    if split == "test":
+        if size not in (None, ARITHMETIC_TEST_SIZE):
+            raise ValueError(f"the test split has a fixed {ARITHMETIC_TEST_SIZE} tasks")
+        size = ARITHMETIC_TEST_SIZE
+    size = 1000 if size is None else size
+    if size < 1:
+        raise ValueError("size must be >= 1")
+    start = split_seed_start(split, seed=seed, size=size)
+    environment = ArithmeticEnvironment(arithmetic_tasks(start=start, size=size), **options)
+    environment.name = "math:arithmetic"
+    return environment
+
+
+def word_problems_environment(*, split: str | None = None, **options: Any) -> ArithmeticEnvironment:
+    """``math:word_problems``: the 20 hand-written problems (a split keeps its share of them)."""
+    keep = split_indices([t.id for t in ARITHMETIC_TASKS], split, salt="math:word_problems")
+    return ArithmeticEnvironment(tuple(ARITHMETIC_TASKS[i] for i in keep), **options)

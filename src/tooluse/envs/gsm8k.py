@@ -23,6 +23,7 @@ from typing import Any
 from tooluse.envs.arithmetic import ArithmeticEnvironment
 from tooluse.envs.base import Task
 from tooluse.envs.rewards import NumericCorrectnessReward, parse_number
+from tooluse.envs.splits import split_indices
 
 __all__ = ["GSM8KEnvironment", "load_gsm8k"]
 
@@ -74,7 +75,7 @@ class GSM8KEnvironment(ArithmeticEnvironment):
 
     name = "math:gsm8k"
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 -- keyword-only options of the registry
         self,
         data_path: str | Path | None = None,
         *,
@@ -85,14 +86,19 @@ class GSM8KEnvironment(ArithmeticEnvironment):
         python_session: bool = True,
         tolerance: float = 1e-6,
         limit: int | None = None,
+        split: str | None = None,
     ) -> None:
         if data_path is None:
             raise ValueError(
                 "math:gsm8k needs data_path=... (a GSM8K-format JSONL file with 'question' and "
                 "'answer' ending in '#### N'); math:arithmetic works offline without data"
             )
+        tasks = load_gsm8k(data_path, limit=limit)
+        keep = split_indices([t.id for t in tasks], split, salt="math:gsm8k")
+        if not keep:
+            raise ValueError(f"{data_path}: no tasks in the {split} split")
         super().__init__(
-            load_gsm8k(data_path, limit=limit),
+            tuple(tasks[i] for i in keep),
             tool_types=tool_types,
             rewards=(NumericCorrectnessReward(tolerance=tolerance),)
             if rewards is None

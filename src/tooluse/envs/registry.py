@@ -7,8 +7,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tooluse.envs.arithmetic import ArithmeticEnvironment
+from tooluse.envs.arithmetic import arithmetic_environment, word_problems_environment
 from tooluse.envs.base import ToolEnvironment
+from tooluse.envs.splits import check_split
 
 __all__ = ["EnvironmentFactory", "EnvironmentRegistry", "LazyFactory", "environment_registry"]
 
@@ -40,14 +41,20 @@ class EnvironmentRegistry:
         *,
         tool_types: Sequence[str] = ("python",),
         adapter: str | None = None,
+        split: str | None = None,
         **options: Any,
     ) -> ToolEnvironment:
         """A new environment called ``name`` with the tools ``tool_types`` enables.
+
+        ``split="train"`` or ``"test"`` gives that split's tasks (disjoint and seeded, see
+        :mod:`tooluse.envs.splits`); without it, the environment's own default set.
 
         With ``adapter``, ``name`` names an environment of another library, wrapped by that
         adapter (see :mod:`tooluse.envs.adapters`); ``math:GSM8K`` is native here and reads a
         local file (``data_path=``).
         """
+        if check_split(split) is not None:
+            options["split"] = split
         if adapter is not None:
             from tooluse.envs.adapters import get_adapter
 
@@ -82,8 +89,9 @@ def _gsm8k(**options: Any) -> ToolEnvironment:
 
 
 environment_registry = EnvironmentRegistry()
-environment_registry.register("math:arithmetic", ArithmeticEnvironment)
-environment_registry.register("arithmetic", ArithmeticEnvironment)
+environment_registry.register("math:arithmetic", arithmetic_environment)
+environment_registry.register("arithmetic", arithmetic_environment)
+environment_registry.register("math:word_problems", word_problems_environment)
 environment_registry.register("math:gsm8k", _gsm8k)
 environment_registry.register("math:GSM8K", _gsm8k)  # the llenvs spelling
 for _category in (

@@ -80,17 +80,33 @@ def __getattr__(name: str) -> Any:
     return getattr(module, name)
 
 
+LORA_MARK = "#lora="
+
+
+def _with_lora(rest: str, options: dict[str, Any]) -> str:
+    """``rest`` without a ``#lora=PATH`` suffix, whose path goes to ``options["lora_path"]``."""
+    model, mark, lora = rest.partition(LORA_MARK)
+    if mark:
+        if not lora:
+            raise ValueError("#lora= needs the path of a GGUF LoRA adapter")
+        options["lora_path"] = lora
+    return model
+
+
 def _local_factory(rest: str, **options: Any) -> Any:
-    """``load_model("local")``: the embedded SmolLM2 (``rest`` may name a GGUF path)."""
+    """``load_model("local")``: the embedded SmolLM2 (``rest`` may name a GGUF path);
+    ``"local:#lora=PATH"`` adds a GGUF LoRA adapter (``tooluse train`` writes them)."""
     LlamaCppBackend = __getattr__("LlamaCppBackend")  # a missing extra is named, not a raw error
+    rest = _with_lora(rest, options)
     if rest in ("", "default"):  # "local", "local:" and "local:default" name the embedded model
         return LlamaCppBackend.default(**options)
     return LlamaCppBackend(rest, **options)
 
 
 def _llama_cpp_factory(rest: str, **options: Any) -> Any:
-    """``load_model("llama-cpp:/path/model.gguf")``."""
+    """``load_model("llama-cpp:/path/model.gguf")`` (``#lora=PATH`` adds an adapter)."""
     LlamaCppBackend = __getattr__("LlamaCppBackend")
+    rest = _with_lora(rest, options)
 
     if not rest:
         raise ValueError("llama-cpp:PATH needs the path of a GGUF model file")

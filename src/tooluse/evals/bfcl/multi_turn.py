@@ -54,6 +54,7 @@ from tooluse.envs.rewards import (
     call_key,
     compute_signals,
 )
+from tooluse.envs.splits import split_indices
 from tooluse.errors import ToolArgumentError
 from tooluse.evals.bfcl.data import tool_from_bfcl_function
 from tooluse.evals.bfcl.rewards import BFCLResponseReward, BFCLStateReward
@@ -108,7 +109,8 @@ class BFCLMultiTurnEnvironment(ToolEnvironment):
 
     ``max_steps`` caps the steps of one user turn (BFCL's cap is 20). ``tool_types`` is
     accepted for the registry's sake; the tools are always the entry's BFCL functions.
-    ``limit`` keeps only the first entries.
+    ``split`` keeps the entries of that split (see :mod:`tooluse.envs.splits`), then ``limit``
+    only the first of them.
     """
 
     def __init__(
@@ -119,6 +121,7 @@ class BFCLMultiTurnEnvironment(ToolEnvironment):
         rewards: Sequence[Any] | None = None,
         max_steps: int = 20,
         limit: int | None = None,
+        split: str | None = None,
     ) -> None:
         if category not in MULTI_TURN_CATEGORIES:
             raise ValueError(
@@ -126,6 +129,8 @@ class BFCLMultiTurnEnvironment(ToolEnvironment):
                 f"known: {', '.join(MULTI_TURN_CATEGORIES)}"
             )
         entries = load_multi_turn(category)
+        keep = split_indices([e.id for e in entries], split, salt=f"bfcl:{category}")
+        entries = tuple(entries[i] for i in keep)
         if limit is not None:
             entries = entries[:limit]
         self._entries: tuple[MultiTurnEntry, ...] = entries

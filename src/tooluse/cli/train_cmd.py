@@ -1,0 +1,220 @@
+"""``tooluse train``: fine-tune the local model on tooluse's own environments.
+
+::
+
+    tooluse train sft --env math:arithmetic --size 1000 --steps 300 --out runs/sft
+    tooluse train sft --data sft.jsonl --out runs/sft --max-minutes 60
+    tooluse train rft --env math:arithmetic --rounds 3 --samples 4 --out runs/rft
+
+Writes ``OUT/adapter.gguf`` (a llama.cpp LoRA adapter: ``LlamaCppBackend(...,
+lora_path=...)``) and ``OUT/card.json``; checkpoints go to ``OUT/checkpoints`` and the same
+command run again resumes from the last one. Only the train split is used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+DataOption = Annotated[
+    Path | None, typer.Option("--data", help="An SFT JSONL file (tooluse export sft writes them).")
+]
+EnvOption = Annotated[
+    str | None,
+    typer.Option("--env", "-e", help="An environment with a scripted teacher (math:arithmetic)."),
+]
+SplitOption = Annotated[str, typer.Option("--split", help="The tasks' split (train only).")]
+SizeOption = Annotated[int, typer.Option("--size", min=1, help="Teacher tasks (with --env).")]
+SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the tasks and the run.")]
+StepsOption = Annotated[int, typer.Option("--steps", min=1, help="Optimiser steps.")]
+BatchOption = Annotated[int, typer.Option("--batch-size", min=1, help="Examples per step.")]
+RateOption = Annotated[float, typer.Option("--learning-rate", help="AdamW learning rate.")]
+RankOption = Annotated[int, typer.Option("--rank", min=1, help="LoRA rank (alpha is twice it).")]
+LengthOption = Annotated[int, typer.Option("--max-length", min=16, help="Tokens per example.")]
+SaveOption = Annotated[int, typer.Option("--save-steps", min=1, help="Checkpoint every N steps.")]
+MinutesOption = Annotated[
+    float | None, typer.Option("--max-minutes", help="Stop (with a checkpoint) after this long.")
+]
+BaseOption = Annotated[
+    Path | None, typer.Option("--base", help="Base GGUF model [default: the embedded SmolLM2].")
+]
+OutOption = Annotated[Path, typer.Option("--out", "-o", help="Run directory (resumable).")]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def _conversations(data: Path | None, env: str | None, split: str, size: int, seed: int) -> Any:
+    from tooluse.train.data import read_sft_jsonl, teacher_conversations
+
+    if (data is None) == (env is None):
+        raise _fail("give either --data FILE or --env NAME")
+    if data is not None:
+        return read_sft_jsonl(data), {"file": str(data), "split": split}
+    assert env is not None
+    described = {"environment": env, "split": split, "size": size, "seed": seed}
+    return teacher_conversations(env, split=split, size=size, seed=seed), described
+
+
+def _render(conversations: Any, base: Path | None) -> Any:
+    from tooluse.local.backend import LlamaCppBackend
+    from tooluse.train.data import render_examples
+
+    backend = LlamaCppBackend(base, n_ctx=512) if base else LlamaCppBackend.default(n_ctx=512)
+    try:
+        return render_examples(conversations, backend)
+    finally:
+        backend.close()
+
+
+def sft_command(  # noqa: PLR0913 - one parameter per command-line option
+    out: OutOption,
+    data: DataOption = None,
+    env: EnvOption = None,
+    split: SplitOption = "train",
+    size: SizeOption = 200,
+    seed: SeedOption = 0,
+    steps: StepsOption = 200,
+    batch_size: BatchOption = 8,
+    learning_rate: RateOption = 2e-4,
+    rank: RankOption = 16,
+    max_length: LengthOption = 1024,
+    save_steps: SaveOption = 50,
+    max_minutes: MinutesOption = None,
+    base: BaseOption = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Fine-tune a LoRA adapter on SFT data; write OUT/adapter.gguf and OUT/card.json."""
+    from tooluse.errors import BackendError
+    from tooluse.train.data import TrainDataError, refuse_test_split
+    from tooluse.train.runtime import import_training_stack
+    from tooluse.train.sft import SFTOptions, run_sft
+
+    try:
+        refuse_test_split(split)
+        import_training_stack()  # a missing extra is named before any work is done
+        conversations, described = _conversations(data, env, split, size, seed)
+        examples = _render(conversations, base)
+    except (TrainDataError, BackendError, KeyError, ValueError) as exc:
+        raise _fail(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
+    typer.echo(f"{len(examples)} training turns from {len(conversations)} conversations")
+    options = SFTOptions(
+        out=out,
+        steps=steps,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        lora_rank=rank,
+        lora_alpha=2.0 * rank,
+        max_length=max_length,
+        seed=seed,
+        save_steps=save_steps,
+        max_minutes=max_minutes,
+        base_model=base,
+        progress=not quiet,
+    )
+    try:
+        card = run_sft(examples, options, data=described)
+    except TrainDataError as exc:
+        raise _fail(str(exc)) from None
+    metrics = card["metrics"]
+    typer.echo(
+        f"{metrics['steps']} steps in {card['wall_seconds']} s, loss {metrics['loss_first']} -> "
+        f"{metrics['loss_last']}, {metrics['tokens_per_second']} tokens/s"
+    )
+    typer.echo(
+        f"adapter {card['adapter']} ({card['adapter_bytes']} bytes), card {out / 'card.json'}"
+    )
+
+
+RoundsOption = Annotated[int, typer.Option("--rounds", min=1, help="Sample-filter-train rounds.")]
+SamplesOption = Annotated[int, typer.Option("--samples", "-k", min=1, help="Samples per task.")]
+ThresholdOption = Annotated[
+    float, typer.Option("--threshold", help="Keep trajectories with at least this reward.")
+]
+HeldOutOption = Annotated[
+    int,
+    typer.Option("--held-out", min=1, help="The last N train tasks, never sampled: the report."),
+]
+TemperatureOption = Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
+
+
+def rft_command(  # noqa: PLR0913 - one parameter per command-line option
+    out: OutOption,
+    env: Annotated[str, typer.Option("--env", "-e", help="The environment.")] = "math:arithmetic",
+    size: Annotated[int, typer.Option("--size", min=2, help="Train tasks.")] = 64,
+    held_out: HeldOutOption = 16,
+    rounds: RoundsOption = 2,
+    samples: SamplesOption = 4,
+    threshold: ThresholdOption = 1.0,
+    temperature: TemperatureOption = 0.8,
+    seed: SeedOption = 0,
+    steps: StepsOption = 50,
+    batch_size: BatchOption = 8,
+    learning_rate: RateOption = 2e-4,
+    rank: RankOption = 16,
+    max_length: LengthOption = 1024,
+    max_minutes: MinutesOption = None,
+    max_turns: Annotated[
+        int | None, typer.Option("--max-turns", min=1, help="Tool rounds per trajectory.")
+    ] = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Per reply.")] = 160,
+    adapter: Annotated[
+        Path | None,
+        typer.Option("--adapter", help="Round 1 samples with it (a train sft adapter)."),
+    ] = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Rejection sampling: sample, keep the rewarded, fine-tune; each round's held-out success."""
+    from tooluse.errors import BackendError
+    from tooluse.train.data import TrainDataError
+    from tooluse.train.rft import RFTOptions, run_rft
+    from tooluse.train.runtime import import_training_stack
+    from tooluse.train.sft import SFTOptions
+
+    import_training_stack()
+    sft = SFTOptions(
+        out=out,
+        steps=steps,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        lora_rank=rank,
+        lora_alpha=2.0 * rank,
+        max_length=max_length,
+        seed=seed,
+        save_steps=max(1, steps // 4),
+        max_minutes=max_minutes,
+        progress=not quiet,
+    )
+    options = RFTOptions(
+        environment=env,
+        sft=sft,
+        size=size,
+        held_out=held_out,
+        rounds=rounds,
+        samples=samples,
+        threshold=threshold,
+        temperature=temperature,
+        max_turns=max_turns,
+        max_tokens=max_tokens,
+        start_adapter=adapter,
+    )
+    try:
+        run_rft(options, report=typer.echo)
+    except (TrainDataError, BackendError, KeyError, ValueError) as exc:
+        raise _fail(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
+
+
+def register(app: typer.Typer) -> None:
+    """Attach ``train`` and its commands to the main app."""
+    train_app = typer.Typer(
+        help="Train the local model on tooluse's environments: `train sft` (LoRA, GGUF "
+        "adapter) and `train rft` (rejection sampling)."
+    )
+    app.add_typer(train_app, name="train")
+    train_app.command("sft")(sft_command)
+    train_app.command("rft")(rft_command)

@@ -1,0 +1,217 @@
+"""Supervised fine-tuning of the local model: LoRA on the GGUF's weights with TRL's SFTTrainer,
+exported as a llama.cpp GGUF LoRA adapter with a ``card.json`` beside it.
+
+::
+
+    options = SFTOptions(out=Path("runs/sft"), steps=200)
+    card = run_sft(examples, options, data={"environment": "math:arithmetic", "split": "train"})
+    LlamaCppBackend.default(lora_path=card["adapter"])
+
+The base weights are read from the GGUF file itself (transformers' GGUF loader dequantises
+them to float32). The examples are prompt/completion pairs (:mod:`tooluse.train.data`), so the
+loss falls on the assistant turns only. Checkpoints go to ``OUT/checkpoints`` every
+``save_steps``; a run started again on the same ``OUT`` resumes from the last one.
+``max_minutes`` stops a run cleanly (checkpoint and adapter written) when its time is up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tooluse.train.data import TrainDataError, TrainExample
+from tooluse.train.runtime import TrainingStack, import_training_stack
+
+__all__ = ["ADAPTER_FILE", "CARD_FILE", "SFTOptions", "load_base_model", "run_sft", "write_json"]
+
+ADAPTER_FILE = "adapter.gguf"
+CARD_FILE = "card.json"
+#: The projections LoRA adapts (every linear layer of a Llama block).
+TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SFTOptions:
+    """One SFT run's settings (``base_model`` None: the embedded SmolLM2 GGUF)."""
+
+    out: Path
+    steps: int = 200
+    batch_size: int = 8
+    learning_rate: float = 2e-4
+    lora_rank: int = 16
+    lora_alpha: float = 32.0
+    max_length: int = 1024
+    seed: int = 0
+    save_steps: int = 50
+    max_minutes: float | None = None
+    base_model: Path | None = None
+    progress: bool = True
+
+
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """Write ``data`` as JSON through a temporary file renamed into place."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        partial.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def load_base_model(stack: TrainingStack, gguf_path: Path) -> tuple[Any, Any]:
+    """The model (dequantised to float32) and tokenizer of a GGUF file, ready to train."""
+    folder, name = str(gguf_path.parent), gguf_path.name
+    try:
+        tokenizer = stack.transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name)
+        model = stack.transformers.AutoModelForCausalLM.from_pretrained(
+            folder, gguf_file=name, dtype=stack.torch.float32
+        )
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        raise TrainDataError(f"transformers cannot read the GGUF {gguf_path}: {exc}") from exc
+    # The weights are plain float32 now; the quantizer marks left by the GGUF loader make the
+    # Trainer refuse the model and save_pretrained refuse to write checkpoints.
+    model.hf_quantizer = None
+    model.is_quantized = False
+    model.quantization_method = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    return model, tokenizer
+
+
+def _stop_after(stack: TrainingStack, minutes: float) -> Any:
+    """A callback ending the run (with a checkpoint) once ``minutes`` have passed."""
+    deadline = time.monotonic() + 60.0 * minutes
+
+    class StopAfter(stack.transformers.TrainerCallback):  # type: ignore[misc, name-defined]
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+            if time.monotonic() >= deadline:
+                control.should_training_stop = True
+                control.should_save = True
+            return control
+
+    return StopAfter()
+
+
+def check_lengths(tokenizer: Any, examples: Sequence[TrainExample], max_length: int) -> None:
+    """``TrainDataError`` counting and naming the examples longer than ``max_length`` tokens
+    (the trainer would cut their completions off or drop them without a word)."""
+    lengths = [len(tokenizer(e.prompt + e.completion)["input_ids"]) for e in examples]
+    long = [(n, e.source) for n, e in zip(lengths, examples, strict=True) if n > max_length]
+    if long:
+        names = ", ".join(sorted({source for _, source in long})[:5])
+        raise TrainDataError(
+            f"{len(long)} of {len(examples)} training turns are longer than --max-length "
+            f"{max_length} tokens (longest {max(n for n, _ in long)}; from {names}); "
+            "raise --max-length"
+        )
+
+
+def _trainer(stack: TrainingStack, examples: Sequence[TrainExample], options: SFTOptions) -> Any:
+    from tooluse.local.model_files import default_model_path
+
+    base = options.base_model or default_model_path()
+    model, tokenizer = load_base_model(stack, Path(base))
+    check_lengths(tokenizer, examples, options.max_length)
+    rows = [{"prompt": e.prompt, "completion": e.completion} for e in examples]
+    config = stack.trl.SFTConfig(
+        output_dir=str(options.out / "checkpoints"),
+        max_steps=options.steps,
+        per_device_train_batch_size=options.batch_size,
+        learning_rate=options.learning_rate,
+        max_length=options.max_length,
+        completion_only_loss=True,
+        seed=options.seed,
+        data_seed=options.seed,
+        logging_steps=1,
+        save_steps=options.save_steps,
+        save_total_limit=1,
+        report_to=[],
+        use_cpu=True,
+        dataloader_num_workers=0,
+        disable_tqdm=not options.progress,
+        lr_scheduler_type="constant",
+    )
+    lora = stack.peft.LoraConfig(
+        r=options.lora_rank,
+        lora_alpha=options.lora_alpha,
+        lora_dropout=0.0,
+        target_modules=list(TARGET_MODULES),
+        task_type="CAUSAL_LM",
+    )
+    callbacks = [_stop_after(stack, options.max_minutes)] if options.max_minutes else []
+    return stack.trl.SFTTrainer(
+        model=model,
+        args=config,
+        train_dataset=stack.datasets.Dataset.from_list(rows),
+        processing_class=tokenizer,
+        peft_config=lora,
+        callbacks=callbacks,
+    )
+
+
+def _export(stack: TrainingStack, trainer: Any, options: SFTOptions) -> Path:
+    from tooluse.train.gguf_lora import LoraShape, write_lora_gguf
+
+    config = trainer.model.config
+    tensors = {
+        key: value.detach().to(stack.torch.float32).cpu().numpy()
+        for key, value in trainer.model.state_dict().items()
+        if ".lora_" in key
+    }
+    shape = LoraShape(
+        alpha=options.lora_alpha,
+        n_layers=config.num_hidden_layers,
+        n_head=config.num_attention_heads,
+        n_head_kv=config.num_key_value_heads,
+    )
+    return write_lora_gguf(tensors, shape, options.out / ADAPTER_FILE)
+
+
+def _metrics(trainer: Any, seconds: float) -> dict[str, Any]:
+    logs = [row for row in trainer.state.log_history if "loss" in row]
+    tokens = max((float(row.get("num_tokens", 0)) for row in logs), default=0.0)
+    return {
+        "steps": trainer.state.global_step,
+        "loss_first": float(logs[0]["loss"]) if logs else None,
+        "loss_last": float(logs[-1]["loss"]) if logs else None,
+        "tokens": int(tokens),
+        "tokens_per_second": round(tokens / seconds, 1) if seconds > 0 else None,
+    }
+
+
+def run_sft(
+    examples: Sequence[TrainExample], options: SFTOptions, *, data: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Train, export ``OUT/adapter.gguf`` and write ``OUT/card.json``; returns the card.
+
+    ``data`` describes the examples' source for the card (file or environment, split, size)."""
+    if not examples:
+        raise TrainDataError("no examples to train on")
+    stack = import_training_stack()
+    options.out.mkdir(parents=True, exist_ok=True)
+    stack.transformers.set_seed(options.seed)
+    trainer = _trainer(stack, examples, options)
+    last = stack.transformers.trainer_utils.get_last_checkpoint(str(options.out / "checkpoints"))
+    started = time.monotonic()
+    trainer.train(resume_from_checkpoint=last)
+    seconds = time.monotonic() - started
+    adapter = _export(stack, trainer, options)
+    card = {
+        "adapter": str(adapter),
+        "adapter_bytes": adapter.stat().st_size,
+        "base_model": str(options.base_model or "embedded SmolLM2-135M-Instruct (Q4_1 GGUF)"),
+        "method": "sft",
+        "data": dict(data),
+        "examples": len(examples),
+        "resumed_from": Path(last).name if last else None,
+        "wall_seconds": round(seconds, 1),
+        "metrics": _metrics(trainer, seconds),
+        "options": {k: v for k, v in asdict(options).items() if k not in ("out", "progress")},
+    }
+    write_json(options.out / CARD_FILE, card)
+    return card

@@ -1,0 +1,130 @@
+"""The GGUF LoRA writer: llama.cpp's tensor names and layout, and never a half-written file."""
+
+from __future__ import annotations
+
+import errno
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+
+from tooluse.train.gguf_lora import LoraShape, write_lora_gguf  # noqa: E402
+
+SHAPE = LoraShape(alpha=8.0, n_layers=1, n_head=2, n_head_kv=1)
+
+
+def _tensors(scale=1.0):
+    rng = np.random.default_rng(0)
+    prefix = "base_model.model.model.layers.0"
+    return {
+        f"{prefix}.self_attn.q_proj.lora_A.default.weight": rng.normal(size=(4, 8)).astype(
+            np.float32
+        ),
+        f"{prefix}.self_attn.q_proj.lora_B.default.weight": scale
+        * np.arange(32, dtype=np.float32).reshape(8, 4),
+        f"{prefix}.mlp.down_proj.lora_A.default.weight": rng.normal(size=(4, 16)).astype(
+            np.float32
+        ),
+        f"{prefix}.mlp.down_proj.lora_B.default.weight": rng.normal(size=(8, 4)).astype(np.float32),
+    }
+
+
+def test_writes_llama_cpp_names_metadata_and_permuted_query_rows(tmp_path):
+    path = write_lora_gguf(_tensors(), SHAPE, tmp_path / "a.gguf", dtype="f32")
+    reader = gguf.GGUFReader(str(path))
+    fields = {name: field for name, field in reader.fields.items()}
+    assert bytes(fields["general.type"].parts[-1]).decode() == "adapter"
+    assert bytes(fields["adapter.type"].parts[-1]).decode() == "lora"
+    assert float(fields["adapter.lora.alpha"].parts[-1][0]) == 8.0
+    tensors = {t.name: np.array(t.data) for t in reader.tensors}
+    assert set(tensors) == {
+        "blk.0.attn_q.weight.lora_a", "blk.0.attn_q.weight.lora_b",
+        "blk.0.ffn_down.weight.lora_a", "blk.0.ffn_down.weight.lora_b",
+    }  # fmt: skip
+    rows = tensors["blk.0.attn_q.weight.lora_b"][:, 0]
+    # 2 heads of 4 rows each: llama.cpp interleaves the two halves of each head's rows
+    assert rows.tolist() == [0, 8, 4, 12, 16, 24, 20, 28]
+
+
+def test_a_failed_write_leaves_the_old_adapter_and_no_partial_file(tmp_path, monkeypatch):
+    target = tmp_path / "adapter.gguf"
+    write_lora_gguf(_tensors(), SHAPE, target)
+    before = target.read_bytes()
+
+    def full_disk(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(gguf.GGUFWriter, "write_tensors_to_file", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        write_lora_gguf(_tensors(scale=2.0), SHAPE, target)
+    assert target.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["adapter.gguf"]
+
+
+def test_rejects_tensors_that_are_not_lora(tmp_path):
+    with pytest.raises(ValueError, match="not a LoRA tensor"):
+        write_lora_gguf(
+            {"model.layers.0.self_attn.q_proj.weight": np.zeros((2, 2))}, SHAPE, tmp_path / "x.gguf"
+        )
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_backend_checks_a_lora_file_before_llama_cpp_sees_it(tmp_path):
+    from tooluse.local.model_files import ModelFileError, check_lora_path, default_model_path
+
+    adapter = write_lora_gguf(_tensors(), SHAPE, tmp_path / "ok.gguf")
+    assert check_lora_path(adapter) == adapter
+    garbage = tmp_path / "garbage.gguf"
+    garbage.write_bytes(b"GGUF" + b"\0" * 64)  # llama.cpp itself loads this without a word
+    with pytest.raises(ModelFileError, match="cannot read the LoRA adapter .*known version"):
+        check_lora_path(garbage)
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(adapter.read_bytes()[:40])
+    with pytest.raises(ModelFileError, match="ends inside its header"):
+        check_lora_path(cut)
+    with pytest.raises(ModelFileError, match="not a GGUF LoRA adapter"):
+        check_lora_path(default_model_path())
+    with pytest.raises(ModelFileError, match="not found"):
+        check_lora_path(tmp_path / "absent.gguf")
+
+
+def _smollm_adapter(path):
+    """A random rank-2 adapter on the embedded SmolLM2's first query and down projections."""
+    rng = np.random.default_rng(1)
+    prefix = "base_model.model.model.layers.0"
+    tensors = {
+        f"{prefix}.self_attn.q_proj.lora_A.weight": rng.normal(size=(2, 576)).astype(np.float32),
+        f"{prefix}.self_attn.q_proj.lora_B.weight": rng.normal(size=(576, 2)).astype(np.float32),
+        f"{prefix}.mlp.down_proj.lora_A.weight": rng.normal(size=(2, 1536)).astype(np.float32),
+        f"{prefix}.mlp.down_proj.lora_B.weight": rng.normal(size=(576, 2)).astype(np.float32),
+    }
+    return write_lora_gguf(tensors, LoraShape(alpha=2, n_layers=30, n_head=9, n_head_kv=3), path)
+
+
+def test_an_adapter_for_another_model_is_refused(tmp_path):
+    from tooluse.local.model_files import ModelFileError, check_lora_path, default_model_path
+
+    other = write_lora_gguf(_tensors(), SHAPE, tmp_path / "other.gguf")  # 8-wide projections
+    with pytest.raises(ModelFileError, match=r"does not fit .*blk.0.attn_q.weight is \(576, 576\)"):
+        check_lora_path(other, default_model_path())
+    fitting = _smollm_adapter(tmp_path / "fits.gguf")
+    assert check_lora_path(fitting, default_model_path()) == fitting
+
+
+@pytest.mark.slow
+def test_model_strings_name_an_adapter_and_round_trip(tmp_path):
+    from tooluse.providers.model_registry import load_model
+
+    adapter = _smollm_adapter(tmp_path / "a.gguf")
+    backend = load_model(f"local:#lora={adapter}", n_ctx=256)
+    try:
+        assert backend.lora_path == adapter
+        assert backend.model_spec == f"local:#lora={adapter}"
+        again = load_model(backend.model_spec, n_ctx=256)
+        assert again.lora_path == adapter
+        again.close()
+    finally:
+        backend.close()
+    with pytest.raises(ValueError, match="#lora= needs the path"):
+        load_model("local:#lora=")
