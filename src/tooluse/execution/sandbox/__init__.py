@@ -32,6 +32,11 @@ What is enforced (Linux; every run, with the default settings). The child is a f
   nothing outlives the call. A supervisor outside the namespace passes the exit status (or
   signal) on, and kills the namespace when the calling process dies (a lifeline pipe). The
   caller's processes are invisible, so they cannot be signalled, traced or opened by pidfd.
+  Without a PID namespace (``isolate=False``, or the kernel refused one) the supervisor is a
+  subreaper (``PR_SET_CHILD_SUBREAPER``): every process the code starts stays its descendant,
+  even in a new session or double-forked, and all of them are killed when the code ends, times
+  out or the caller dies (listed as ``process_tree`` in ``result.isolation``). Only code
+  running as the caller's own user (``isolate=False``) could kill that supervisor first.
 - **Resource limits** (``setrlimit``, hard = soft): CPU seconds, address space, written file
   size, no core dumps and, unless ``allow_subprocess=True``, one process (plus an
   in-interpreter guard that refuses ``fork``/``exec``/``subprocess``/``ctypes``; a convenience,

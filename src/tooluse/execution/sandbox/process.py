@@ -80,7 +80,7 @@ class Child:
     process: subprocess.Popen[bytes]
     workdir: str
     status_fd: int
-    lifeline_fd: int
+    lifeline_fd: int | None
     command_fd: int | None = None
     reply_fd: int | None = None
     isolation: tuple[str, ...] = ()
@@ -234,7 +234,22 @@ def read_isolation(child: Child, limits: SandboxLimits, *, wait: float = 10.0) -
 
 
 def kill(child: Child) -> None:
-    """Kill the child and everything it started (its group; the namespace goes with it)."""
+    """Kill the child and everything it started, wherever it went.
+
+    Closing the lifeline tells the child's supervisor to kill what the code started: the
+    PID namespace, or (without one) every descendant, which a new session or a double fork
+    cannot leave. The process group is killed afterwards, should the supervisor not answer.
+    """
+    lifeline, child.lifeline_fd = child.lifeline_fd, None  # closed once, by one caller
+    if lifeline is not None:
+        try:
+            os.close(lifeline)
+        except OSError:
+            pass
+        try:
+            child.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
     try:
         os.killpg(child.process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
