@@ -45,6 +45,19 @@ What is enforced (Linux; every run, with the default settings). The child is a f
   environment (no API keys).
 - stdout and stderr are captured separately and cut at ``max_output_chars`` with a marker.
 
+**Native code** (``ctypes``, a C extension, a shared library the code writes itself): the
+guard's refusal of ``import ctypes`` in the strict mode is a convenience, not the boundary;
+code can undo it, and native code can make any system call the kernel allows. The sandbox's
+promise against native code is what the kernel enforces: the namespaces and the filesystem
+view (host files outside it cannot be opened), the dropped privileges and ``no_new_privs``
+(no ``setuid``, no ``mount``), the rlimits (with ``allow_subprocess=False``, RLIMIT_NPROC
+makes a native ``fork`` fail), the network namespace, the wall-clock kill of every process
+it started. It does not promise what needs a system-call filter: there is no seccomp, so the
+whole system-call surface of the kernel (and its bugs) is reachable, and inside its view the
+code may do anything an unprivileged process may. With ``isolate=False`` native code has
+the caller's user and files; only the rlimits hold (and the process-tree kill, unless the
+code kills its supervisor, which runs as the same user).
+
 Each result lists what was enforced in ``result.isolation``; a feature the kernel refused is
 listed in ``result.isolation_missing`` and raises a :class:`SandboxIsolationWarning` (a run
 that asked for no network fails, exit status 126, when a network namespace cannot be made).
