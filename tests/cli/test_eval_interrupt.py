@@ -8,6 +8,7 @@ below the time the remaining work would take (a minute per unfinished trajectory
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -127,3 +128,37 @@ def test_ctrl_c_stops_the_local_model_mid_generation_and_the_run_resumes(tmp_pat
     )
     assert rerun.returncode == 0, rerun.stderr
     assert f"ran / resumed           0 / {len(finished)}" in rerun.stdout
+
+
+def test_ctrl_c_stops_eval_bfcl_and_the_rerun_resumes(tmp_path):
+    out = tmp_path / "bfcl"
+    command = [sys.executable, CLI, "eval", "bfcl", "-c", "simple_python", "--limit", "5"]
+    command += ["--out", str(out)]
+    run = subprocess.Popen(
+        [*command, "-m", "slow:2:60:check"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while not results.exists() or len(results.read_text().splitlines()) < 2:
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)
+    took, err = stop(run, signal.SIGINT)
+    assert run.returncode == 130, err
+    assert took < 10
+    assert "interrupted: 2 finished item(s) written" in err
+    done = [json.loads(line) for line in results.read_text().splitlines()]
+    assert len(done) == 2
+    rerun = subprocess.run(
+        [*command, "-m", "slow:2:60:check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SLOW_MODEL_FAST": "99"},
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert len(results.read_text().splitlines()) == 5  # three more, the first two kept
