@@ -381,3 +381,44 @@ def test_run_items_takes_its_options_as_a_dataclass_or_as_keywords(tmp_path):
         run_items(items(1), doubling_worker, tmp_path / "b.jsonl", options=options, concurrency=0)
     with pytest.raises(TypeError, match="run_items"):
         run_items(items(1), doubling_worker, tmp_path / "c.jsonl", colour="blue")
+
+
+# -- interrupts ---------------------------------------------------------------------------------
+
+
+def test_ctrl_c_stops_the_running_item_and_keeps_the_finished_ones(tmp_path):
+    """The interrupt reaches the main thread only; the worker's loop must stop too."""
+    from tooluse.evals.engine import RunInterrupted
+    from tooluse.interrupts import GenerationInterrupted, stop_requested
+
+    stopped = threading.Event()
+
+    def make():
+        def work(item: WorkItem) -> dict:
+            if item.payload == 0:
+                return {"value": 0}
+            main = threading.main_thread().ident
+            assert main is not None
+            # Ctrl-C mid-item: SIGINT, delivered to the main thread as the terminal would.
+            threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT)).start()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:  # a minute of "tokens"
+                if stop_requested():
+                    stopped.set()
+                    raise GenerationInterrupted("stopped")
+                time.sleep(0.01)
+            return {"value": item.payload}
+
+        return work
+
+    out = tmp_path / "results.jsonl"
+    started = time.monotonic()
+    with pytest.raises(RunInterrupted) as caught:
+        run_items(items(3), make, out, progress=False)
+    assert time.monotonic() - started < 10
+    assert stopped.is_set()  # the in-flight item was cancelled, not left running
+    assert caught.value.abandoned == 0 and caught.value.written == 1
+    assert [row["key"] for row in lines(out)] == ["k0"]  # the cut-short item is not recorded
+    assert not stop_requested()  # cleared once the workers stopped: later runs generate
+    again = run_items(items(2), doubling_worker, out, progress=False)
+    assert again.skipped == 1 and again.ran == 1

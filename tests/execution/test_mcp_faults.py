@@ -99,6 +99,31 @@ async def test_malformed_tools_are_rejected_one_by_one_with_a_warning(caplog):
     assert len(warned) == 5
 
 
+@pytest.mark.parametrize("levels", [400, 2000])
+async def test_one_tool_nested_hundreds_of_levels_is_rejected_and_the_rest_work(levels):
+    """Deeper than the SDK's JSON parser reads: the listing must not wait out its timeout."""
+    started = time.monotonic()
+    async with MCPToolExecutor(broken("--deep-tool", str(levels), timeout=30.0)) as executor:
+        try:
+            names = [tool.name for tool in await executor.list_tools()]
+        except MCPError as exc:  # nested deeper than any parser here reads: said at once
+            assert levels == 2000, exc
+            assert "nested too deeply" in str(exc)
+            assert time.monotonic() - started < 10.0
+            return
+        listed = time.monotonic() - started
+        rejected = dict(executor.rejected_tools)
+        ok = await executor.call_tool("ok")
+        refused = await executor.call_tool("deep_schema", {})
+    assert levels == 400
+    assert listed < 10.0  # well under the 30 s listing timeout
+    assert names == ["ok", "garbled", "mixed", "huge"]
+    assert set(rejected) == {"bad_schema", "deep_schema"}  # bad_schema: always advertised
+    assert "deeper than" in rejected["deep_schema"]
+    assert ok.output == "fine"
+    assert refused.is_error and "deeper than" in refused.output
+
+
 @pytest.mark.parametrize(
     ("schema", "problem"),
     [

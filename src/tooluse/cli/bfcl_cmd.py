@@ -138,13 +138,15 @@ def _run_and_report(
     engine_options: dict[str, Any],
 ) -> None:
     """Run the job (into ``out`` or a scratch directory), write ``--output``, print the table."""
+    from tooluse.cli.shared import interruptible_run
     from tooluse.evals.bfcl.job import run_bfcl_job
     from tooluse.evals.engine import EngineError, read_results
 
     with tempfile.TemporaryDirectory(prefix="tooluse-bfcl-") as scratch:
         directory = out if out is not None else Path(scratch)
         try:
-            summary = run_bfcl_job(entries, model, options, directory, **engine_options)
+            with interruptible_run(out):
+                summary = run_bfcl_job(entries, model, options, directory, **engine_options)
         except EngineError as exc:
             raise _fail(str(exc), 1) from None
         if output is not None:

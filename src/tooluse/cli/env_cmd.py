@@ -168,7 +168,7 @@ def env_command(  # noqa: PLR0913 - one parameter per command-line option
     quiet: QuietOption = False,
 ) -> None:
     """Run a model on a tool environment's tasks; print the summary table."""
-    from tooluse.cli.shared import check_output_paths
+    from tooluse.cli.shared import check_output_paths, interruptible_run
     from tooluse.evals.engine import EngineError
 
     if engine not in ("local", "ray"):
@@ -192,7 +192,7 @@ def env_command(  # noqa: PLR0913 - one parameter per command-line option
     count = len(environment) if limit is None else min(limit, len(environment))
     directory = out if out is not None else Path(tempfile.mkdtemp(prefix="tooluse-eval-"))
     try:
-        with environment:
+        with interruptible_run(out), environment:
             result = runner.run_evaluation(
                 range(count),
                 out=directory,

@@ -24,6 +24,7 @@ __all__ = [
     "EMBEDDED_MODEL_SPECS",
     "check_output_paths",
     "console",
+    "interruptible_run",
     "load_backend",
     "load_model_and_parser",
     "loading",
@@ -123,3 +124,46 @@ def _output_file_problem(output_file: Path) -> str | None:
     if not os.access(folder, os.W_OK):
         return f"--output {output_file}: the folder {folder} is not writable"
     return None
+
+
+@contextmanager
+def interruptible_run(out: Path | None) -> Iterator[None]:
+    """Ctrl-C or SIGTERM stops the run inside: what finished is in ``out``, resumable.
+
+    The engine asks the in-flight generations to stop and waits up to two seconds for them;
+    the command then exits 130 (Ctrl-C) or 143 (SIGTERM). A second Ctrl-C, or a worker still
+    busy after the wait, ends the process at once: waiting for worker threads at interpreter
+    exit would keep it running until their trajectories end.
+    """
+    import signal
+    import sys
+
+    from tooluse.evals.engine_types import RunInterrupted
+
+    got: list[int] = []
+
+    def on_term(number: int, frame: Any) -> None:
+        got.append(number)
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not the main thread: the default SIGTERM stays
+        previous = None
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        code = 143 if got else 130
+        where = f" in {out}" if out is not None else ""
+        written = getattr(exc, "written", None)
+        done = f"{written} finished item(s) written{where}" if written is not None else "stopped"
+        resume = "; run the same command again to resume" if out is not None else ""
+        typer.echo(f"interrupted: {done}{resume}", err=True)
+        if isinstance(exc, RunInterrupted) and exc.abandoned:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        raise typer.Exit(code) from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

@@ -18,6 +18,11 @@ the same file skips the items already there (the resume key is ``WorkItem.key``)
 last line (the process died mid-write) is dropped and its item redone. A worker that raises or
 times out gives a record with ``"error"`` and ``"error_kind"``, and the run goes on.
 
+Ctrl-C in the main thread (the local engine) raises :class:`RunInterrupted` (a
+``KeyboardInterrupt``): no new item starts, running generations are asked to stop
+(:mod:`tooluse.interrupts`; the local model checks between tokens) and given two seconds;
+items that still finish cleanly are written, the cut-short ones are not (a rerun does them).
+
 ``engine="ray"`` runs the same items on Ray actors (``pip install 'tooluse[ray]'``), one
 worker per actor, and writes the same file; an actor that dies has its items retried.
 """
@@ -39,6 +44,7 @@ from tooluse.evals.engine_ray import run_on_ray
 from tooluse.evals.engine_types import (
     EngineError,
     EngineRun,
+    RunInterrupted,
     Worker,
     WorkerFactory,
     WorkItem,
@@ -46,12 +52,14 @@ from tooluse.evals.engine_types import (
     error_record,
 )
 from tooluse.evals.results import ResultsFile, read_results, repair_results
+from tooluse.interrupts import clear_stop_request, request_stop
 
 __all__ = [
     "EngineError",
     "EngineOptions",
     "EngineRun",
     "ResultsFile",
+    "RunInterrupted",
     "WorkItem",
     "Worker",
     "WorkerFactory",
@@ -200,8 +208,22 @@ def _run_local(
     ]
     for thread in threads:
         thread.start()
-    running = len(threads)
+    _collect(finished, len(threads), emit, stop)
+
+
+def _collect(
+    finished: queue.Queue[Any],
+    running: int,
+    emit: Callable[[WorkItem, dict[str, Any]], None],
+    stop: threading.Event,
+) -> None:
+    """Write the workers' records as they come, until all ``running`` workers have ended.
+
+    Ctrl-C (or SIGTERM made an interrupt) lands here, in the main thread: no new item starts,
+    the running generations are asked to stop, and :class:`RunInterrupted` is raised once they
+    have (or the grace period is over)."""
     failure: BaseException | None = None
+    written = 0
     try:
         while running:
             message = finished.get()
@@ -212,12 +234,51 @@ def _run_local(
                 stop.set()
             else:
                 emit(*message)
+                written += 1
+    except KeyboardInterrupt:
+        stop.set()
+        request_stop()  # the workers' generations stop at their next token
+        left, late = _wind_down(finished, running, emit)
+        if not left:
+            clear_stop_request()
+        raise RunInterrupted(written=written + late, abandoned=left) from None
     finally:
         stop.set()
     if failure is not None:
         raise EngineError(
             f"the worker factory failed: {type(failure).__name__}: {failure}"
         ) from failure
+
+
+#: How long an interrupted run waits for its workers to stop (their generations are asked to).
+INTERRUPT_GRACE = 2.0
+
+
+def _wind_down(
+    finished: queue.Queue[Any],
+    running: int,
+    emit: Callable[[WorkItem, dict[str, Any]], None],
+    grace: float = INTERRUPT_GRACE,
+) -> tuple[int, int]:
+    """After an interrupt: let the workers end for up to ``grace`` seconds, writing the items
+    that still finished cleanly (an item cut short is left out, so a rerun does it).
+    ``(threads still running, items written)``; a second interrupt stops the wait at once."""
+    deadline = time.monotonic() + grace
+    written = 0
+    try:
+        while running:
+            try:
+                message = finished.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if message is _DONE:
+                running -= 1
+            elif isinstance(message, tuple) and not message[1].get("error"):
+                emit(*message)
+                written += 1
+    except KeyboardInterrupt:
+        pass
+    return running, written
 
 
 # -- the entry point ---------------------------------------------------------------------------
@@ -332,6 +393,7 @@ def run_items(
         row = existing.get(key)
         return row is not None and not (opts.retry_errors and row.get("error"))
 
+    clear_stop_request()  # a stop asked of an earlier, interrupted run
     todo = [item for item in items if not done(item.key)]
     skipped = len(items) - len(todo)
     fresh: dict[str, dict[str, Any]] = {}

@@ -13,6 +13,7 @@ from typing import Any
 __all__ = [
     "EngineError",
     "EngineRun",
+    "RunInterrupted",
     "WorkItem",
     "Worker",
     "WorkerFactory",
@@ -37,6 +38,21 @@ WorkerFactory = Callable[[], Worker]
 
 class EngineError(RuntimeError):
     """A run cannot start or go on (a corrupt results file, duplicate keys, a bad option)."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C or SIGTERM: every item finished before is in the results file.
+
+    ``abandoned`` counts the worker threads still busy when the run stopped waiting for them
+    (a second interrupt, or a call that did not stop within the grace period); a process that
+    exits now should not wait for them. Items that did not finish are not written: running
+    the same command again does them, and skips the others.
+    """
+
+    def __init__(self, *, written: int, abandoned: int) -> None:
+        super().__init__(f"interrupted: {written} item(s) written, {abandoned} still running")
+        self.written = written
+        self.abandoned = abandoned
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from tooluse.errors import ContextLengthError, GrammarError
+from tooluse.interrupts import GenerationInterrupted, stop_requested
 from tooluse.local.runtime import import_llama_cpp
 
 __all__ = ["DecodeSettings", "DecodeStep", "GrammarSampler", "TokenLoop"]
@@ -234,6 +235,7 @@ class TokenLoop:
         window = max(settings.repeat_window, LOOP_WINDOW)
         json_state = JsonStringState()
         for index in range(settings.max_tokens):
+            _check_stop()
             if self.llm.n_tokens >= self.n_ctx:
                 return  # the context is full: the caller reports finish_reason "length"
             logits = self.logits()
@@ -417,3 +419,9 @@ def is_looping(recent: list[int]) -> bool:
         if all(tail[i] == tail[i % period] for i in range(span)):
             return True
     return False
+
+
+def _check_stop() -> None:
+    """Between tokens: a run interrupted in the main thread (Ctrl-C) stops this generation."""
+    if stop_requested():
+        raise GenerationInterrupted("the generation was interrupted")

@@ -11,7 +11,8 @@ With ``--die-on-start`` it writes a message to stderr and exits before reading a
 Further options: ``--pid-file PATH`` (writes its pid there first), ``--hang-on-init`` (never
 answers ``initialize``, ignoring SIGTERM), ``--error-on METHOD`` (answers that method with a
 JSON-RPC error), ``--bad-tools`` (also advertises tools with a missing, non-object, very deep
-and dangling-``$ref`` input schema) and a ``huge`` tool answering ``{"mb": N}`` megabytes.
+and dangling-``$ref`` input schema), ``--deep-tool LEVELS`` (also advertises ``deep_schema``,
+its schema nested LEVELS objects deep) and a ``huge`` tool answering ``{"mb": N}`` megabytes.
 """
 
 from __future__ import annotations
@@ -51,9 +52,9 @@ TOOLS = [
 DEEP = 40  # 80+ nested containers: beyond any real tool, yet parseable as JSON
 
 
-def deep_schema() -> str:
-    inner = '{"type": "object", "properties": {"x": ' * DEEP + '{"type": "string"}' + "}}" * DEEP
-    return inner
+def deep_schema(levels: int = DEEP) -> str:
+    inner = '{"type": "object", "properties": {"x": ' * levels + '{"type": "string"}'
+    return inner + "}}" * levels
 
 
 BAD_TOOLS = [
@@ -105,9 +106,10 @@ def option(name: str) -> str | None:
 
 def tools_payload() -> str:
     tools = json.dumps(TOOLS + (BAD_TOOLS if "--bad-tools" in sys.argv else []))
-    if "--bad-tools" in sys.argv:
+    levels = option("--deep-tool")  # only the good tools, and one nested that many levels
+    if "--bad-tools" in sys.argv or levels:
         deep = '{"name": "deep_schema", "description": "Nested very deep.", "inputSchema": '
-        tools = tools[:-1] + ", " + deep + deep_schema() + "}]"
+        tools = tools[:-1] + ", " + deep + deep_schema(int(levels or DEEP)) + "}]"
     return '{"tools": ' + tools + "}"
 
 

@@ -142,15 +142,37 @@ def _parse_reply(line: bytes) -> Any:
     try:
         return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:  # the session surfaces it (and logs it)
+        if "recursion limit" in str(exc):
+            return _parse_deep_reply(line, exc)
         return exc
 
 
-def _oversized_reply(head: bytes, size: int, limit: int) -> Any:
-    """An error answering the request whose reply was too large (found by the id it begins with)."""
+def _parse_deep_reply(line: bytes, exc: ValueError) -> Any:
+    """A reply nested deeper than pydantic's JSON parser goes (about 200 levels).
+
+    Dropping it would leave its request waiting until the timeout: a tool listing with one
+    deeply nested schema would fail as a whole. Python's parser reads it (the message's own
+    fields are shallow; the depth sits in values such as one tool's schema, checked and
+    rejected on its own later); a reply too deep even for that answers its request with an
+    error at once.
+    """
+    import json
+
+    try:
+        data = json.loads(line)
+    except RecursionError:
+        return _error_for(line[:512], "the server's reply is nested too deeply to be read")
+    except ValueError:
+        return exc
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(data))
+    except (ValueError, RecursionError):
+        return exc
+
+
+def _error_for(head: bytes, message: str) -> Any:
+    """A JSON-RPC error answering the request whose reply begins with ``head`` (by its id)."""
     found = _REPLY_ID.search(head)
-    message = (
-        f"the server's reply was {size:,} bytes, over the {limit:,}-byte limit; it was dropped"
-    )
     if found is None:
         return ValueError(message)
     import json
@@ -161,6 +183,14 @@ def _oversized_reply(head: bytes, size: int, limit: int) -> Any:
         error=mcp_types.ErrorData(code=_TOO_LARGE, message=message),
     )
     return SessionMessage(error)
+
+
+def _oversized_reply(head: bytes, size: int, limit: int) -> Any:
+    """An error answering the request whose reply was too large (found by the id it begins with)."""
+    message = (
+        f"the server's reply was {size:,} bytes, over the {limit:,}-byte limit; it was dropped"
+    )
+    return _error_for(head, message)
 
 
 class _ReplyLines:

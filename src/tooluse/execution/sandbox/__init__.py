@@ -32,6 +32,11 @@ What is enforced (Linux; every run, with the default settings). The child is a f
   nothing outlives the call. A supervisor outside the namespace passes the exit status (or
   signal) on, and kills the namespace when the calling process dies (a lifeline pipe). The
   caller's processes are invisible, so they cannot be signalled, traced or opened by pidfd.
+  Without a PID namespace (``isolate=False``, or the kernel refused one) the supervisor is a
+  subreaper (``PR_SET_CHILD_SUBREAPER``): every process the code starts stays its descendant,
+  even in a new session or double-forked, and all of them are killed when the code ends, times
+  out or the caller dies (listed as ``process_tree`` in ``result.isolation``). Only code
+  running as the caller's own user (``isolate=False``) could kill that supervisor first.
 - **Resource limits** (``setrlimit``, hard = soft): CPU seconds, address space, written file
   size, no core dumps and, unless ``allow_subprocess=True``, one process (plus an
   in-interpreter guard that refuses ``fork``/``exec``/``subprocess``/``ctypes``; a convenience,
@@ -39,6 +44,19 @@ What is enforced (Linux; every run, with the default settings). The child is a f
 - **Clean environment**: ``PATH``, ``HOME``, ``TMPDIR``, locale; nothing of the caller's
   environment (no API keys).
 - stdout and stderr are captured separately and cut at ``max_output_chars`` with a marker.
+
+**Native code** (``ctypes``, a C extension, a shared library the code writes itself): the
+guard's refusal of ``import ctypes`` in the strict mode is a convenience, not the boundary;
+code can undo it, and native code can make any system call the kernel allows. The sandbox's
+promise against native code is what the kernel enforces: the namespaces and the filesystem
+view (host files outside it cannot be opened), the dropped privileges and ``no_new_privs``
+(no ``setuid``, no ``mount``), the rlimits (with ``allow_subprocess=False``, RLIMIT_NPROC
+makes a native ``fork`` fail), the network namespace, the wall-clock kill of every process
+it started. It does not promise what needs a system-call filter: there is no seccomp, so the
+whole system-call surface of the kernel (and its bugs) is reachable, and inside its view the
+code may do anything an unprivileged process may. With ``isolate=False`` native code has
+the caller's user and files; only the rlimits hold (and the process-tree kill, unless the
+code kills its supervisor, which runs as the same user).
 
 Each result lists what was enforced in ``result.isolation``; a feature the kernel refused is
 listed in ``result.isolation_missing`` and raises a :class:`SandboxIsolationWarning` (a run

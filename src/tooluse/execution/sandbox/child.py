@@ -9,7 +9,10 @@ process, or its source with ``-c``) as ``python -I`` with one comma-separated ar
 2. With a PID namespace this process forks: it stays outside as a supervisor that waits for
    the child (PID 1 inside) and ends as the code ended; when PID 1 ends, the kernel kills
    everything left in the namespace. The supervisor also kills PID 1 when the parent's
-   lifeline pipe closes (the parent died).
+   lifeline pipe closes (the parent died, or stopped the call). Without a PID namespace
+   (refused, or ``isolate`` off) this process forks too, as a subreaper: orphans of the code
+   are re-parented to it, and when the code ends or the lifeline closes it kills every
+   descendant (found through ``/proc``) before ending as the code ended.
 3. PID 1 starts a new session, builds a private root (tmpfs; system and interpreter
    directories bound read-only; the work directory the only writable host directory; a fresh
    ``/proc``; a minimal ``/dev``; a small ``/tmp``), pivots into it and drops privileges
@@ -48,7 +51,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 24, 36, 38
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 
 
@@ -343,6 +346,91 @@ def _init(pid: int, relay: int) -> "NoReturn":
     os._exit(os.waitstatus_to_exitcode(status))
 
 
+def _contain(config: dict[str, int | None], libc: "Any", report: list[str]) -> None:
+    """Without a PID namespace: stay outside as a subreaper and run the code in a child.
+
+    Every process the code starts, even one in a new session or double-forked, stays a
+    descendant of this process (orphans are re-parented to the nearest subreaper, not to
+    init), so when the code ends, or the parent's lifeline closes, all of them are killed.
+    Returns in the code's process.
+    """
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        report.append("missing process_tree prctl: subreaper refused")
+        return
+    pid = os.fork()
+    if pid:
+        _close(config["status_fd"], config["command_fd"], config["reply_fd"])
+        _supervise_tree(pid, config["lifeline_fd"])
+    report.append("enforced process_tree subreaper")
+
+
+def _supervise_tree(pid: int, lifeline: int | None) -> "NoReturn":
+    """Wait for the code's process (or the lifeline's end), kill what is left, end as it did."""
+    import select
+    import signal
+
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)  # the output pipes must close when the code's processes end
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    if pidfd is not None and lifeline is not None:
+        while True:
+            ready, _, _ = select.select([pidfd, lifeline], [], [])
+            if pidfd in ready:
+                break
+            if not os.read(lifeline, 64):
+                os.kill(pid, signal.SIGKILL)  # the parent is gone, or stopped the call
+                break
+    _, status = os.waitpid(pid, 0)
+    _kill_tree()
+    _end_as(status, None)
+
+
+def _descendants() -> list[int]:
+    """This process's descendants, from the parent links in ``/proc``."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                ppid = int(handle.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        children.setdefault(ppid, []).append(int(entry))
+    found: list[int] = []
+    todo = [os.getpid()]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _kill_tree() -> None:
+    """SIGKILL every descendant until none is left (the killed ones' children come here)."""
+    import signal
+    import time
+
+    for _ in range(5000):
+        while True:  # reap what has ended; no child at all means no descendant either
+            try:
+                ended, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if not ended:
+                break
+        for pid in _descendants():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.001)
+
+
 def _close(*fds: int | None) -> None:
     for fd in fds:
         if fd is not None:
@@ -369,6 +457,8 @@ def _isolate(config: dict[str, int | None]) -> list[str]:
         os.close(relay)
         relay = relay_w
         setup.libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+    else:
+        _contain(config, setup.libc, setup.report)
     try:
         os.setsid()
     except OSError:
@@ -503,7 +593,13 @@ def _serve(command_fd: int, reply_fd: int) -> None:
 
 def _main() -> None:
     config = _config()
-    report = _isolate(config) if config["isolate"] else ["missing isolation turned off"]
+    if config["isolate"]:
+        report = _isolate(config)
+    else:
+        import ctypes
+
+        report = ["missing isolation turned off"]
+        _contain(config, ctypes.CDLL(None, use_errno=True), report)
     os.environ["HOME"] = os.environ["TMPDIR"] = os.getcwd()
     for fd in (config["lifeline_fd"],):
         if fd is not None:

@@ -6,12 +6,13 @@ documented in :mod:`tooluse.execution.sandbox`.
 
 from __future__ import annotations
 
-import atexit
+import hashlib
 import os
 import py_compile
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tooluse.errors import ToolExecutionError
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: the sandbox refuses to run there anyway (see launch)
+    fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from tooluse.execution.sandbox.limits import SandboxLimits
@@ -80,16 +86,35 @@ class Child:
     process: subprocess.Popen[bytes]
     workdir: str
     status_fd: int
-    lifeline_fd: int
+    lifeline_fd: int | None
     command_fd: int | None = None
     reply_fd: int | None = None
     isolation: tuple[str, ...] = ()
     isolation_missing: tuple[str, ...] = ()
 
 
+WORKDIR_PREFIX = "tooluse-sandbox-"
+LOCK_NAME = "owner.lock"  # held (flock) by the process that made the directory, while it lives
+_held_locks: dict[str, int] = {}  # workdir -> the open lock file keeping it claimed
+_swept: list[bool] = []  # the temp dir was swept for stale directories (once per process)
+
+
 def make_workdir() -> str:
-    """A new temporary directory holding ``work`` (the code's) and ``root`` (a mount point)."""
-    base = tempfile.mkdtemp(prefix="tooluse-sandbox-")
+    """A new temporary directory holding ``work`` (the code's) and ``root`` (a mount point).
+
+    The directory is claimed by a lock its process holds until it removes the directory; the
+    first call in a process removes the directories whose owners died (killed before they
+    could clean up), which is the only way their lock is free.
+    """
+    with _compiled_lock:
+        if not _swept:
+            _swept.append(True)
+            sweep_stale_workdirs()
+    base = tempfile.mkdtemp(prefix=WORKDIR_PREFIX)
+    if fcntl is not None:
+        lock = os.open(os.path.join(base, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _held_locks[base] = lock
     work = os.path.join(base, "work")
     os.mkdir(work)
     os.mkdir(os.path.join(base, "root"))
@@ -102,15 +127,53 @@ def make_workdir() -> str:
 
 
 def remove_workdir(work: str) -> None:
-    shutil.rmtree(os.path.dirname(work), ignore_errors=True)
+    base = os.path.dirname(work)
+    shutil.rmtree(base, ignore_errors=True)
+    lock = _held_locks.pop(base, None)
+    if lock is not None:
+        os.close(lock)
+
+
+def sweep_stale_workdirs(folder: str | None = None) -> list[str]:
+    """Remove the sandbox directories in ``folder`` (the temp dir) whose owner has died.
+
+    A directory counts as stale only when its lock file exists and no process holds the lock
+    (a lock dies with its process, in any PID namespace); anything else is left alone.
+    """
+    folder = folder or tempfile.gettempdir()
+    removed: list[str] = []
+    if fcntl is None:
+        return removed
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith(WORKDIR_PREFIX)]
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False) or entry.path in _held_locks:
+            continue
+        try:
+            lock = os.open(os.path.join(entry.path, LOCK_NAME), os.O_RDWR)
+        except OSError:
+            continue  # no lock file: not a directory this code made, or not ours
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # held: its process is alive
+        else:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+        finally:
+            os.close(lock)
+    return removed
 
 
 def child_command(python_executable: str | None) -> list[str]:
-    """How to start the child: a bytecode file compiled once per process, or ``-c`` source.
+    """How to start the child: its compiled bytecode file, or ``-c`` source.
 
     Compiling the child's source costs each run several milliseconds; the compiled file lives
-    in a private temporary directory (removed at exit). Another interpreter than this one
-    gets the source (bytecode is tied to the interpreter version).
+    in one per-user cache directory in the temp dir, shared by every process and named by the
+    source and interpreter version, so nothing piles up when processes are killed. Another
+    interpreter than this one gets the source (bytecode is tied to the interpreter version).
     """
     exe = python_executable or sys.executable
     same = python_executable is None or os.path.realpath(exe) == os.path.realpath(sys.executable)
@@ -129,16 +192,35 @@ def child_command(python_executable: str | None) -> list[str]:
 
 
 def _compile_child() -> str:
-    folder = tempfile.mkdtemp(prefix="tooluse-sandbox-code-")
-    atexit.register(shutil.rmtree, folder, True)
-    target = os.path.join(folder, "sandbox_child.pyc")
+    folder = _private_cache_dir()
+    digest = hashlib.sha256((sys.version + "\0" + CHILD_SOURCE).encode()).hexdigest()[:20]
+    target = os.path.join(folder, f"sandbox_child-{digest}.pyc")
+    if os.path.isfile(target):
+        return target
+    # Written beside and renamed: a process starting the child never sees half a file.
+    partial = os.path.join(folder, f".{digest}-{os.getpid()}-{threading.get_ident()}.tmp")
     py_compile.compile(
         str(CHILD_PATH),
-        cfile=target,
+        cfile=partial,
         doraise=True,
         invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
     )
+    os.replace(partial, target)
     return target
+
+
+def _private_cache_dir() -> str:
+    """``<tempdir>/tooluse-sandbox-code-<uid>``: made 0700, and used only if it is ours."""
+    folder = os.path.join(tempfile.gettempdir(), f"tooluse-sandbox-code-{os.geteuid()}")
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        # Someone else's, or a link: never run bytecode another user could have written.
+        raise OSError(f"{folder} is not a private directory of this user")
+    return folder
 
 
 def launch(
@@ -234,7 +316,22 @@ def read_isolation(child: Child, limits: SandboxLimits, *, wait: float = 10.0) -
 
 
 def kill(child: Child) -> None:
-    """Kill the child and everything it started (its group; the namespace goes with it)."""
+    """Kill the child and everything it started, wherever it went.
+
+    Closing the lifeline tells the child's supervisor to kill what the code started: the
+    PID namespace, or (without one) every descendant, which a new session or a double fork
+    cannot leave. The process group is killed afterwards, should the supervisor not answer.
+    """
+    lifeline, child.lifeline_fd = child.lifeline_fd, None  # closed once, by one caller
+    if lifeline is not None:
+        try:
+            os.close(lifeline)
+        except OSError:
+            pass
+        try:
+            child.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
     try:
         os.killpg(child.process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
