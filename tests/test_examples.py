@@ -132,3 +132,12 @@ def test_eval_bfcl_example():
     assert "simple                    1/7" in out
     assert "irrelevance               4/4" in out
     assert "all entries              5/11" in out
+
+
+def test_production_runs_example():
+    out = run_example("production_runs.py")
+    assert "stopped: approval_required waiting: ['refund']" in out
+    assert "resumed: final_text -> The order A-17 was refunded." in out
+    assert "refunded 41.50 on A-17" in out
+    assert "checkpoint: final_text" in out
+    assert "fallback: Hello from the spare. cost $0.0004" in out
