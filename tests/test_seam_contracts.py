@@ -253,3 +253,37 @@ async def test_a_text_format_model_streams_in_the_loop_and_its_calls_are_read():
     # the upstream was asked for plain text, with the tools in its prompt
     first = backend.requests[0]
     assert first.tools == () and "add" in first.messages[0].content
+
+
+class EarlierNamedSubclass(ScriptedBackend):
+    """Overrides an earlier name and calls up through it (as the seeds' users write)."""
+
+    def generate_with_tools(self, messages, tools=(), params=None, tool_choice="auto"):
+        return super().generate_with_tools(messages, tools, params, tool_choice)
+
+
+def test_a_subclass_on_the_earlier_names_survives_being_pickled_by_value(tmp_path):
+    # Ray sends classes of modules it cannot import by value; the copy, rebuilt in another
+    # process, must still know which of its methods are aliases, or calling up through them
+    # recurses forever.
+    import subprocess
+    import sys
+
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        sent = tmp_path / "backend.pickle"
+        sent.write_bytes(cloudpickle.dumps(EarlierNamedSubclass(["sent by value"])))
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    script = (
+        "import sys; from ray import cloudpickle; from tooluse import ChatMessage\n"
+        f"backend = cloudpickle.loads(open({str(sent)!r}, 'rb').read())\n"
+        "print(backend.generate([ChatMessage.user('hi')]).text)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "sent by value"

@@ -51,7 +51,7 @@ def test_local_model_plays_a_bfcl_multi_turn_entry():
     """The embedded model in a BFCL world (TradingBot, 2 user turns, the smallest prompt)."""
     import bfcl_eval  # noqa: F401  (installed by make install; absent is a failure)
 
-    from tooluse.cli.env_cmd import BFCL_PROMPT
+    from tooluse.envs.prompts import BFCL_PROMPT
     from tooluse.local import LlamaCppBackend
 
     env = environment_registry.get(name="bfcl:multi_turn_base", max_steps=2)

@@ -16,7 +16,7 @@ import dataclasses
 import logging
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Union, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, Union, runtime_checkable
 
 from tooluse.errors import BackendError
 from tooluse.events import ParseError, StreamEvent, TextDelta, ToolCallFinished, ToolCallStarted
@@ -228,14 +228,21 @@ class BaseBackend(abc.ABC):
     ``generate_with_tools``, say) has that method serve the new name too.
     """
 
+    # The new names a subclass serves with its earlier-name methods (see __init_subclass__).
+    _tooluse_aliased: ClassVar[frozenset[str]] = frozenset()
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # Runs before ABCMeta counts the abstract methods, so a subclass that overrides only
         # ``agenerate_with_tools`` is complete.
+        aliased = set()
         for old, new in _LEGACY_NAMES.items():
             if callable(cls.__dict__.get(old)) and new not in cls.__dict__:
-                _ALIASED.add(cls.__dict__[old])
                 setattr(cls, new, cls.__dict__[old])
+                aliased.add(new)
+        # Kept on the class itself (not in a registry of this process), so that a class sent
+        # by value to another process (Ray pickles test classes so) still knows its aliases.
+        cls._tooluse_aliased = frozenset(aliased)
 
     @property
     def capabilities(self) -> ModelCapabilities:
@@ -332,8 +339,6 @@ class BaseBackend(abc.ABC):
 
 
 _ALL_CAPABILITIES = ModelCapabilities()
-# Methods of subclasses written against the earlier names, serving the new names too.
-_ALIASED: set[Any] = set()
 
 
 def _own(backend: BaseBackend, name: str) -> Any:
@@ -342,7 +347,7 @@ def _own(backend: BaseBackend, name: str) -> Any:
     rather than itself again."""
     for klass in type(backend).__mro__:
         found = klass.__dict__.get(name)
-        if found is not None and found not in _ALIASED:
+        if found is not None and name not in klass.__dict__.get("_tooluse_aliased", ()):
             return found.__get__(backend, type(backend))
     raise AttributeError(name)  # pragma: no cover - BaseBackend defines every name
 

@@ -1,4 +1,6 @@
-"""Large toolsets: 500 tools from BFCL's function docs, the embedded model picking the right one.
+"""Large toolsets: 500 tools from BFCL's function docs, the embedded model picking the right one
+(run by hand: `python benchmarks/measure_tool_search.py`; each question costs the 2-core machine
+about a minute per mode, too long for `make bench` until the figures are in the README).
 
 Each of N questions of BFCL's simple_python category is asked with the 500 tools (its own
 function among them) offered three ways, on the embedded SmolLM2 model:
