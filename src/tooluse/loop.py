@@ -233,6 +233,12 @@ async def _model_turn_async(backend: Backend, step: Generate) -> AsyncIterator[A
 def _execute_sync(driving: _Driving, step: Execute) -> Iterator[LoopEvent]:
     """Run a batch, yielding each call's finished event as soon as that call ends."""
     setup = driving.setup
+    if len(step.calls) == 1 and setup.cancel is None:
+        # one call and nothing to cancel it: the executor's single call, without a batch
+        result = setup.executor.execute(step.calls[0])
+        driving.call_ended(step.calls[0], result)
+        yield from driving.executed(step, [result])
+        return
     results: dict[int, ToolResult] = {}
     for index, result in setup.executor.iter_batch(step.calls, cancel=setup.cancel):
         results[index] = result
@@ -245,6 +251,13 @@ async def _execute_async(driving: _Driving, step: Execute) -> AsyncGenerator[Loo
     """The async twin of :func:`_execute_sync`."""
     setup = driving.setup
     ended: dict[int, ToolResult] = {}
+    if len(step.calls) == 1 and setup.cancel is None:
+        # one call and nothing to cancel it: the executor's single call, without a batch
+        ended[0] = await setup.executor.aexecute(step.calls[0])
+        driving.call_ended(step.calls[0], ended[0])
+        for event in driving.executed(step, [ended[0]]):
+            yield event
+        return
     # aclosing: when this stops early (the run's consumer left), the running calls are cancelled.
     batch = setup.executor.aiter_batch(step.calls, cancel=setup.cancel)
     async with contextlib.aclosing(batch) as each:  # type: ignore[type-var]
