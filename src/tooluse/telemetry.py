@@ -65,7 +65,7 @@ def current() -> RunTracer | None:
     return _GLOBAL
 
 
-def _model_and_provider(backend: Any) -> tuple[str, str]:
+def _model_and_provider(backend: object) -> tuple[str, str]:
     spec = str(getattr(backend, "model_spec", "") or "")
     model = str(getattr(backend, "model", "") or getattr(backend, "name", "") or spec)
     prefix = spec.split(":", 1)[0] if spec else type(backend).__name__
@@ -85,14 +85,14 @@ class RunTracer:
         self.tracer = tracer
         self.capture_content = capture_content
 
-    def start_run(self, backend: Any) -> RunTrace:
+    def start_run(self, backend: object) -> RunTrace:
         return RunTrace(self, backend)
 
 
 class RunTrace:
     """The spans of one run: the run's own, one per model turn, one per tool call."""
 
-    def __init__(self, owner: RunTracer, backend: Any) -> None:
+    def __init__(self, owner: RunTracer, backend: object) -> None:
         self.owner = owner
         self.model, self.provider = _model_and_provider(backend)
         self.span = owner.tracer.start_span(

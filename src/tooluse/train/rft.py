@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tooluse.providers.base import Backend
 from tooluse.train.data import (
     Conversation,
     TrainDataError,
@@ -56,7 +57,7 @@ def _backend(adapter: Path | None) -> Any:
     return LlamaCppBackend.default(n_ctx=2048, lora_path=adapter)
 
 
-def _runner(env: Any, backend: Any, options: RFTOptions, temperature: float, seed: int) -> Any:
+def _runner(env: Any, backend: Backend, options: RFTOptions, temperature: float, seed: int) -> Any:
     from tooluse.envs import TrajectoryRunner
     from tooluse.envs.prompts import default_system_prompt
     from tooluse.providers.base import SamplingParams
@@ -72,7 +73,7 @@ def _runner(env: Any, backend: Any, options: RFTOptions, temperature: float, see
     )
 
 
-def _sample(env: Any, backend: Any, options: RFTOptions, round_number: int) -> list[Any]:
+def _sample(env: Any, backend: Backend, options: RFTOptions, round_number: int) -> list[Any]:
     trajectories = []
     for sample in range(options.samples):
         seed = options.sft.seed * 1_000 + round_number * 100 + sample
@@ -82,7 +83,7 @@ def _sample(env: Any, backend: Any, options: RFTOptions, round_number: int) -> l
     return trajectories
 
 
-def _held_out_success(env: Any, backend: Any, options: RFTOptions) -> float:
+def _held_out_success(env: Any, backend: Backend, options: RFTOptions) -> float:
     runner = _runner(env, backend, options, 0.0, options.sft.seed)
     indices = range(options.size - options.held_out, options.size)
     return sum(runner.run_trajectory(task_index=i).success for i in indices) / len(indices)
