@@ -37,6 +37,7 @@ __all__ = [
     "ToolChoice",
     "final_result",
     "result_events",
+    "turn_events",
     "without_media",
 ]
 
@@ -154,15 +155,22 @@ def without_media(messages: Sequence[ChatMessage], model: str) -> list[ChatMessa
     return out
 
 
+def turn_events(
+    errors: Sequence[ParseError], text: str, calls: Sequence[ToolCall]
+) -> Iterator[StreamEvent]:
+    """The stream events of a turn known whole: its parse errors, its text, its calls."""
+    yield from errors
+    if text:
+        yield TextDelta(text=text)
+    for index, call in enumerate(calls):
+        yield ToolCallStarted(index=index, name=call.name, id=call.id)
+        yield ToolCallFinished(index=index, call=call)
+
+
 def result_events(result: GenerationResult) -> Iterator[StreamItem]:
     """A whole turn replayed as the events a stream of it would have given, ending with its
     :class:`GenerationDone` (how a backend that cannot stream answers ``stream``)."""
-    yield from result.parse_errors
-    if result.text:
-        yield TextDelta(text=result.text)
-    for index, call in enumerate(result.tool_calls):
-        yield ToolCallStarted(index=index, name=call.name, id=call.id)
-        yield ToolCallFinished(index=index, call=call)
+    yield from turn_events(result.parse_errors, result.text, result.tool_calls)
     yield GenerationDone(result=result)
 
 

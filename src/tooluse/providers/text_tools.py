@@ -14,7 +14,7 @@ import json
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
 
-from tooluse.events import StreamEvent, TextDelta, ToolCallFinished, ToolCallStarted
+from tooluse.events import StreamEvent, TextDelta
 from tooluse.formats.base import ParsedToolResponse, collect_events
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage, new_call_id
 from tooluse.providers.base import (
@@ -27,6 +27,7 @@ from tooluse.providers.base import (
     ToolChoice,
     as_backend,
     final_result,
+    turn_events,
 )
 from tooluse.tools.definition import ToolDefinition
 
@@ -147,7 +148,7 @@ class _Reading:
             parsed = collect_events(self.events)
         else:
             parsed = self.parser.parse("".join(self.pieces), self.offered)
-            yield from result_events_of(parsed)
+            yield from turn_events(parsed.errors, parsed.text, parsed.tool_calls)
         yield GenerationDone(result=self._result(parsed))
 
     def _text(self, text: str) -> Iterator[StreamEvent]:
@@ -186,16 +187,6 @@ class _Reading:
             message=message,
             raw={"parse_errors": [e.message for e in parsed.errors]},
         )
-
-
-def result_events_of(parsed: ParsedToolResponse) -> Iterator[StreamEvent]:
-    """The events of a reply parsed whole (for a parser that does not stream)."""
-    yield from parsed.errors
-    if parsed.text:
-        yield TextDelta(text=parsed.text)
-    for index, call in enumerate(parsed.tool_calls):
-        yield ToolCallStarted(index=index, name=call.name, id=call.id)
-        yield ToolCallFinished(index=index, call=call)
 
 
 def _with_ids(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
