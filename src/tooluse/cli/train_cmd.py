@@ -22,11 +22,17 @@ DataOption = Annotated[
     Path | None, typer.Option("--data", help="An SFT JSONL file (tooluse export sft writes them).")
 ]
 EnvOption = Annotated[
-    str | None,
-    typer.Option("--env", "-e", help="An environment with a scripted teacher (math:arithmetic)."),
+    list[str] | None,
+    typer.Option(
+        "--env",
+        "-e",
+        help="An environment with a scripted teacher (math:arithmetic); repeat to mix several.",
+    ),
 ]
 SplitOption = Annotated[str, typer.Option("--split", help="The tasks' split (train only).")]
-SizeOption = Annotated[int, typer.Option("--size", min=1, help="Teacher tasks (with --env).")]
+SizeOption = Annotated[
+    int, typer.Option("--size", min=1, help="Teacher tasks per environment (with --env).")
+]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the tasks and the run.")]
 StepsOption = Annotated[int, typer.Option("--steps", min=1, help="Optimiser steps.")]
 BatchOption = Annotated[int, typer.Option("--batch-size", min=1, help="Examples per step.")]
@@ -49,16 +55,28 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _conversations(data: Path | None, env: str | None, split: str, size: int, seed: int) -> Any:
+def _conversations(
+    data: Path | None, envs: list[str] | None, split: str, size: int, seed: int
+) -> Any:
     from tooluse.train.data import read_sft_jsonl, teacher_conversations
 
-    if (data is None) == (env is None):
+    if (data is None) == (not envs):
         raise _fail("give either --data FILE or --env NAME")
     if data is not None:
         return read_sft_jsonl(data), {"file": str(data), "split": split}
-    assert env is not None
-    described = {"environment": env, "split": split, "size": size, "seed": seed}
-    return teacher_conversations(env, split=split, size=size, seed=seed), described
+    assert envs
+    described = {
+        "environment": envs[0] if len(envs) == 1 else list(envs),
+        "split": split,
+        "size": size,
+        "seed": seed,
+    }
+    conversations = [
+        conversation
+        for env in envs
+        for conversation in teacher_conversations(env, split=split, size=size, seed=seed)
+    ]
+    return conversations, described
 
 
 def _render(conversations: Any, base: Path | None) -> Any:

@@ -50,11 +50,15 @@ class EnvironmentRegistry:
         :mod:`tooluse.envs.splits`); without it, the environment's own default set.
 
         With ``adapter``, ``name`` names an environment of another library, wrapped by that
-        adapter (see :mod:`tooluse.envs.adapters`); ``math:GSM8K`` is native here and reads a
-        local file (``data_path=``).
+        adapter (see :mod:`tooluse.envs.adapters`); ``"ADAPTER:NAME"`` (the name the wrapped
+        environment reports, e.g. ``reasoning_gym:chain_sum``) is the same as
+        ``adapter="ADAPTER"``. ``math:GSM8K`` is native here and reads a local file
+        (``data_path=``).
         """
         if check_split(split) is not None:
             options["split"] = split
+        if adapter is None and name not in self._factories:
+            adapter, name = _adapter_prefix(name)
         if adapter is not None:
             from tooluse.envs.adapters import get_adapter
 
@@ -65,6 +69,17 @@ class EnvironmentRegistry:
                 f"unknown environment {name!r}; registered: {', '.join(self.names()) or 'none'}"
             )
         return factory(tool_types=tuple(tool_types), **options)
+
+
+def _adapter_prefix(name: str) -> tuple[str | None, str]:
+    """``("reasoning_gym", "chain_sum")`` for ``"reasoning_gym:chain_sum"`` (the name an
+    adapter's environment reports), ``(None, name)`` when the prefix names no adapter."""
+    from tooluse.envs.adapters import adapter_names
+
+    prefix, colon, rest = name.partition(":")
+    if colon and rest and prefix in adapter_names():
+        return prefix, rest
+    return None, name
 
 
 @dataclass(frozen=True)

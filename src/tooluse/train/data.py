@@ -43,13 +43,18 @@ __all__ = [
 
 #: Environments with a scripted teacher (a solver whose trajectories are right by construction):
 #: math:arithmetic runs the expression in python and submits its output; the BFCL multi-turn
-#: categories whose tools stay the same through an entry replay BFCL's ground truth.
+#: categories whose tools stay the same through an entry replay BFCL's ground truth; the
+#: reasoning-gym datasets below run their entry's expression in python.
 TEACHERS = (
     "math:arithmetic",
     "bfcl:multi_turn_base",
     "bfcl:multi_turn_miss_param",
     "bfcl:multi_turn_long_context",
+    "reasoning_gym:basic_arithmetic",
+    "reasoning_gym:chain_sum",
+    "reasoning_gym:products",
 )
+_REASONING_GYM = "reasoning_gym:"
 _LISTED = 8  # how many bad lines or calls an error message names
 
 
@@ -240,10 +245,25 @@ def _arithmetic_turns(task: Any) -> list[list[ToolCall]]:
     ]
 
 
+def _expression_turns(task: Any) -> list[list[ToolCall]]:
+    """The scripted solver of a reasoning-gym entry that carries its expression."""
+    entry = task.reference
+    expression = entry["metadata"]["expression"]
+    # Python's / gives 23.0 where the dataset's answer is 23 (graded 0.5): its answers are
+    # whole numbers, so a division is printed as an int.
+    code = f"print(int({expression}))" if "/" in expression else f"print({expression})"
+    return [
+        [ToolCall(name="python", arguments={"code": code})],
+        [ToolCall(name="submit_answer", arguments={"answer": str(entry["answer"])})],
+    ]
+
+
 def _teacher_script(env: Any, index: int) -> list[Any]:
     """The scripted turns that solve task ``index`` of ``env``."""
     if env.name == "math:arithmetic":
         return list(_arithmetic_turns(env.task(index)))
+    if env.name.startswith(_REASONING_GYM):
+        return list(_expression_turns(env.task(index)))
     from tooluse.evals.bfcl.world import ground_truth_calls
 
     script: list[Any] = []
@@ -271,7 +291,7 @@ def teacher_conversations(
             f"no scripted teacher for {environment!r}; teachers: {', '.join(TEACHERS)} "
             "(or pass an SFT JSONL file with --data)"
         )
-    if environment == "math:arithmetic":
+    if environment == "math:arithmetic" or environment.startswith(_REASONING_GYM):
         env = environment_registry.get(name=environment, split=split, size=size, seed=seed)
     else:  # a fixed set: its train split, at most ``size`` entries
         env = environment_registry.get(name=environment, split=split, limit=size)
@@ -284,14 +304,33 @@ def teacher_conversations(
                 system_prompt=default_system_prompt(environment),
             )
             trajectory = runner.run_trajectory(task_index=index)
+            record = trajectory.to_dict()
             if not trajectory.success:  # the solver is wrong: never train on it
                 raise TrainDataError(f"the teacher failed task {trajectory.task_id}")
-            conversations.append(
-                conversation_from_record(
-                    trajectory.to_dict(), f"{environment}/{trajectory.task_id}"
+            if _submits_what_python_printed(record):
+                conversations.append(
+                    conversation_from_record(record, f"{environment}/{trajectory.task_id}")
                 )
-            )
+    if not conversations:
+        raise TrainDataError(f"the teacher of {environment} kept no conversation")
     return conversations
+
+
+def _submits_what_python_printed(record: Mapping[str, Any]) -> bool:
+    """False when python printed something other than the submitted answer (``-4.0`` for a
+    reference ``-4``): the graders accept both, but a model taught to copy would learn to
+    change the number. Such tasks are left out of the training text."""
+    messages = record["messages"]
+    printed = [m.get("content", "") for m in messages if m.get("role") == "tool"]
+    submitted = [
+        call.get("arguments", {}).get("answer")
+        for m in messages
+        for call in m.get("tool_calls") or ()
+        if call.get("name") == "submit_answer"
+    ]
+    if not printed or not submitted or not isinstance(submitted[-1], str):
+        return True  # not a python-then-submit script: nothing to compare
+    return str(printed[0]).strip() == submitted[-1].strip()
 
 
 # -- rendering -----------------------------------------------------------------------------------
