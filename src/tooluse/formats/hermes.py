@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from tooluse.formats.base import TextFormatParser, tools_json_lines
-from tooluse.formats.hermes_machine import HermesMachine
+from tooluse.formats.base import ParsedToolResponse, TextFormatParser, ToolsArg, tools_json_lines
+from tooluse.formats.hermes_machine import CLOSE, OPEN, HermesMachine
+from tooluse.formats.hermes_whole import read_whole_response
+from tooluse.messages import new_call_id
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
@@ -72,8 +74,36 @@ class HermesToolCallParser(TextFormatParser):
     def format_tools(self, tools: Sequence[ToolDefinition]) -> str:
         return hermes_tools_prompt(tools)
 
+    def parse(self, text: str, available_tools: ToolsArg = ()) -> ParsedToolResponse:
+        """Read a complete assistant turn: cleanly written calls at C speed
+        (:mod:`tooluse.formats.hermes_whole`), everything else through the streaming reader."""
+        available_tools = tuple(available_tools or ())  # read twice when the fast path declines
+        if not self.lenient and not self.reasoning_started:
+            fast = read_whole_response(
+                text,
+                open_marker=OPEN,
+                close_marker=CLOSE,
+                reserved=("<think>", "</think>"),
+                tools=_tool_names(available_tools),
+                new_id=new_call_id,
+            )
+            if fast is not None:
+                return fast
+        return super().parse(text, available_tools)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(lenient=True)" if self.lenient else super().__repr__()
+
+
+def _tool_names(available_tools: ToolsArg) -> frozenset[str]:
+    names = set()
+    for tool in available_tools or ():
+        if not isinstance(tool, ToolDefinition):  # a Tool or a documented function
+            from tooluse.tools import as_tool
+
+            tool = as_tool(tool)
+        names.add(tool.name)
+    return frozenset(names)
 
 
 def _json_list_parser(

@@ -1,0 +1,180 @@
+"""Base against trained: the embedded model with and without a `tooluse train` adapter, on
+the **test** splits, same engine, same entries, one worker.
+
+    python benchmarks/measure_training.py --adapter runs/train/sft/adapter.gguf
+    python benchmarks/measure_training.py --adapter A --only math:arithmetic --limit 10
+
+Each evaluation is a `tooluse eval` command (printed before it runs, so any row can be
+reproduced by hand); run directories go to ``--runs`` (``runs/measure-training``) and are
+resumed when the script is started again. The figures go to
+``benchmarks/results/train.json``: per evaluation and model the solved count, the rate and the
+items per minute, plus the adapter's ``card.json``. This is a measurement, not a benchmark of
+speed: it takes 40-60 minutes on the 2-core machine, and nothing else should run beside it
+(llama.cpp's threads slow down about tenfold next to another busy process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results" / "train.json"
+BFCL_CATEGORIES = (
+    "simple_python",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "irrelevance",
+    "live_simple",
+    "live_multiple",
+)
+#: The reasoning-gym datasets whose answers the python tool can compute.
+REASONING_GYM = ("basic_arithmetic", "chain_sum", "products")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evaluation:
+    """One row of the table: an environment's test split, or BFCL single-turn categories."""
+
+    name: str
+    limit: int
+
+    def command(self, model: str, out: Path) -> list[str]:
+        """The `tooluse eval` command line for ``model`` writing to ``out``."""
+        if self.name == "bfcl":
+            return [
+                *_tooluse(),
+                "eval",
+                "bfcl",
+                "-m",
+                model,
+                "-c",
+                ",".join(BFCL_CATEGORIES),
+                "--split",
+                "test",
+                "--sample",
+                "100",
+                "--seed",
+                "0",
+                "--limit",
+                str(self.limit),
+                "--max-tokens",
+                "128",
+                "--out",
+                str(out),
+            ]
+        return [
+            *_tooluse(),
+            "eval",
+            "env",
+            self.name,
+            "--model",
+            model,
+            "--split",
+            "test",
+            "--limit",
+            str(self.limit),
+            "--max-tokens",
+            "256",
+            "--quiet",
+            "--out",
+            str(out),
+        ]
+
+
+def _tooluse() -> list[str]:
+    return [sys.executable, "-m", "tooluse"]
+
+
+def default_evaluations(limit: int | None) -> list[Evaluation]:
+    """math:arithmetic (50), three reasoning-gym datasets (20 each), BFCL multi-turn base (4)
+    and the seven single-turn categories (20 each); ``limit`` replaces every size."""
+    rows = [Evaluation(name="math:arithmetic", limit=limit or 50)]
+    rows += [Evaluation(name=f"reasoning_gym:{n}", limit=limit or 20) for n in REASONING_GYM]
+    rows.append(Evaluation(name="bfcl:multi_turn_base", limit=limit or 4))
+    rows.append(Evaluation(name="bfcl", limit=limit or 20))
+    return rows
+
+
+def _figures(evaluation: Evaluation, out: Path) -> dict[str, Any]:
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    if evaluation.name == "bfcl":
+        categories = {
+            name: {"correct": s["correct"], "total": s["total"], "rate": s["accuracy"]}
+            for name, s in summary["categories"].items()
+        }
+        return {
+            "correct": summary["correct"],
+            "total": summary["total"],
+            "rate": summary["accuracy"],
+            "categories": categories,
+            "items_per_minute": summary.get("items_per_minute"),
+        }
+    solved = round(summary["success_rate"] * summary["trajectories"])
+    return {
+        "correct": solved,
+        "total": summary["trajectories"],
+        "rate": summary["success_rate"],
+        "items_per_minute": summary.get("items_per_minute"),
+    }
+
+
+def measure(evaluation: Evaluation, model: str, out: Path) -> dict[str, Any]:
+    """Run (or resume) one evaluation of ``model``; its figures."""
+    command = evaluation.command(model, out)
+    print("$ tooluse " + " ".join(command[3:]), flush=True)
+    started = time.monotonic()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    figures = _figures(evaluation, out)
+    figures["wall_seconds"] = round(time.monotonic() - started, 1)
+    print(f"  {evaluation.name} {model}: {figures['correct']}/{figures['total']}", flush=True)
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--adapter", type=Path, required=True, help="The trained GGUF LoRA.")
+    parser.add_argument("--runs", type=Path, default=Path("runs/measure-training"))
+    parser.add_argument("--limit", type=int, default=None, help="Entries per evaluation.")
+    parser.add_argument("--only", action="append", default=None, help="Evaluation name(s).")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    if not args.adapter.is_file():
+        parser.error(f"no adapter at {args.adapter}")
+    models = {"base": "local", "trained": f"local:#lora={args.adapter}"}
+    evaluations = [
+        e for e in default_evaluations(args.limit) if not args.only or e.name in args.only
+    ]
+    previous = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    table: dict[str, Any] = dict(previous.get("evaluations", {}))
+    for evaluation in evaluations:
+        row = {}
+        for label, model in models.items():
+            out = args.runs / f"{evaluation.name.replace(':', '-')}-{label}"
+            row[label] = measure(evaluation, model, out)
+        table[evaluation.name] = row
+        _write(args, table)
+    return 0
+
+
+def _write(args: argparse.Namespace, table: dict[str, Any]) -> None:
+    card = args.adapter.parent / "card.json"
+    record = {
+        "adapter": str(args.adapter),
+        "adapter_bytes": args.adapter.stat().st_size,
+        "card": json.loads(card.read_text()) if card.is_file() else None,
+        "split": "test",
+        "evaluations": table,
+    }
+    args.out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
