@@ -1,6 +1,9 @@
 """Base against trained: the embedded model with and without a `tooluse train` adapter, on
 the **test** splits, same engine, same entries, one worker.
 
+The BFCL single-turn categories, which training never touches, run on the entries of the
+README's BFCL table (the first 50 of each category's seed-0 100-entry sample).
+
     python benchmarks/measure_training.py --adapter runs/train/sft/adapter.gguf
     python benchmarks/measure_training.py --adapter A --only math:arithmetic --limit 10
 
@@ -57,8 +60,6 @@ class Evaluation:
                 model,
                 "-c",
                 ",".join(BFCL_CATEGORIES),
-                "--split",
-                "test",
                 "--sample",
                 "100",
                 "--seed",
@@ -95,11 +96,11 @@ def _tooluse() -> list[str]:
 
 def default_evaluations(limit: int | None) -> list[Evaluation]:
     """math:arithmetic (50), three reasoning-gym datasets (20 each), BFCL multi-turn base (4)
-    and the seven single-turn categories (20 each); ``limit`` replaces every size."""
+    and the seven single-turn categories (50 each); ``limit`` replaces every size."""
     rows = [Evaluation(name="math:arithmetic", limit=limit or 50)]
     rows += [Evaluation(name=f"reasoning_gym:{n}", limit=limit or 20) for n in REASONING_GYM]
     rows.append(Evaluation(name="bfcl:multi_turn_base", limit=limit or 4))
-    rows.append(Evaluation(name="bfcl", limit=limit or 20))
+    rows.append(Evaluation(name="bfcl", limit=limit or 50))
     return rows
 
 
@@ -145,17 +146,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="Entries per evaluation.")
     parser.add_argument("--only", action="append", default=None, help="Evaluation name(s).")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--models", default="base,trained", help="Which of base,trained to run (comma-separated)."
+    )
     args = parser.parse_args(argv)
     if not args.adapter.is_file():
         parser.error(f"no adapter at {args.adapter}")
-    models = {"base": "local", "trained": f"local:#lora={args.adapter}"}
+    every = {"base": "local", "trained": f"local:#lora={args.adapter}"}
+    models = {k: v for k, v in every.items() if k in args.models.split(",")}
     evaluations = [
         e for e in default_evaluations(args.limit) if not args.only or e.name in args.only
     ]
     previous = json.loads(args.out.read_text()) if args.out.is_file() else {}
     table: dict[str, Any] = dict(previous.get("evaluations", {}))
     for evaluation in evaluations:
-        row = {}
+        row = dict(table.get(evaluation.name, {}))
         for label, model in models.items():
             out = args.runs / f"{evaluation.name.replace(':', '-')}-{label}"
             row[label] = measure(evaluation, model, out)

@@ -341,6 +341,36 @@ def test_ray_resume_and_timeout(ray_session, tmp_path):
     assert kinds == [None, "timeout", None]
 
 
+def test_ray_reuses_the_actors_of_a_finished_run_with_the_same_factory(ray_session, tmp_path):
+    from tooluse.evals.engine_ray import release_workers
+
+    release_workers()
+    first = run_items(
+        items(6), pid_worker, tmp_path / "a.jsonl", engine="ray", workers=2, progress=False
+    )
+    second = run_items(
+        items(6), pid_worker, tmp_path / "b.jsonl", engine="ray", workers=2, progress=False
+    )
+    first_pids = {r["pid"] for r in first.records}
+    assert {r["pid"] for r in second.records} <= first_pids  # the same processes, no new load
+    assert [r["value"] for r in second.records] == [0, 2, 4, 6, 8, 10]
+    assert release_workers() == len(first_pids)
+    third = run_items(
+        items(2), pid_worker, tmp_path / "c.jsonl", engine="ray", workers=1, progress=False
+    )
+    assert not {r["pid"] for r in third.records} & first_pids  # released: fresh actors
+
+
+def test_ray_actors_kept_for_another_factory_do_not_hold_the_cpus(ray_session, tmp_path):
+    # both CPUs are held by the kept actors of pid_worker; a run of another factory must
+    # release them instead of waiting for CPUs forever
+    run_items(items(2), pid_worker, tmp_path / "a.jsonl", engine="ray", workers=2, progress=False)
+    run = run_items(
+        items(3), doubling_worker, tmp_path / "b.jsonl", engine="ray", workers=2, progress=False
+    )
+    assert [r["value"] for r in run.records] == [0, 2, 4]
+
+
 def test_ray_missing_is_a_one_line_error_naming_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # what an environment without Ray looks like
     with pytest.raises(EngineError, match=r"pip install 'tooluse\[ray\]'"):

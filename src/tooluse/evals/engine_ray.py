@@ -5,10 +5,21 @@ one item at a time; the driver keeps every actor busy, writes each record as it 
 when an actor dies (killed, out of memory, node lost) starts a new one and gives the item
 again, up to ``max_retries`` times, after which the item gets a ``worker_lost`` error record.
 An item past ``item_timeout`` has its actor killed and replaced, and gets a ``timeout`` record.
+
+Two things keep the actors from waiting on the driver:
+
+* **Pipelining**: without ``item_timeout`` each actor holds a second item in its queue, so it
+  starts the next one the moment it finishes (no round trip to the driver in between). With a
+  timeout an actor holds one item, so an item's clock starts when it starts.
+* **Actor reuse**: when the Ray session outlives the run (``ray.init`` was called by the
+  caller, or an ``address`` is given), the actors of a finished run stay alive and the next run
+  with the same worker factory takes them: no new processes, no second model load.
+  :func:`release_workers` ends them; ``ray.shutdown()`` does too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -22,7 +33,10 @@ from tooluse.evals.engine_types import (
     error_record,
 )
 
-__all__ = ["ensure_ray", "run_on_ray"]
+__all__ = ["ensure_ray", "release_workers", "run_on_ray"]
+
+#: Idle actors of finished runs, by the digest of their worker factory (see the module doc).
+_KEPT: dict[str, list[Any]] = {}
 
 
 def _import_ray() -> Any:
@@ -73,7 +87,7 @@ class _WorkerActor:
 class _RayPool:
     """The driver's view of the actors: items waiting, in flight, idle and starting actors."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the run's settings, keyword-only
         self,
         ray: Any,
         todo: Sequence[WorkItem],
@@ -82,20 +96,23 @@ class _RayPool:
         *,
         cpus_per_worker: float,
         max_retries: int,
+        depth: int,
     ) -> None:
         self.ray = ray
         self.emit = emit
         self.max_retries = max_retries
+        self.depth = depth  # items an actor holds at once (running + queued)
         self.actor_class = ray.remote(num_cpus=cpus_per_worker, max_restarts=0)(_WorkerActor)
         self.factory_ref = ray.put(make_worker)
         self.waiting: deque[WorkItem] = deque(todo)
         self.attempts: dict[str, int] = {}
         # in flight: object ref -> (actor, item, started)
         self.flight: dict[Any, tuple[Any, WorkItem, float]] = {}
-        self.idle: list[Any] = []
+        self.load: dict[Any, int] = {}  # ready actor -> items it holds
         # actors still loading their worker: readiness ref -> actor (items go only to ready
         # actors, so an item's timeout never counts a model load)
         self.starting: dict[Any, Any] = {}
+        self.reused: set[Any] = set()  # kept actors whose readiness is being checked
 
     @property
     def busy(self) -> bool:
@@ -105,17 +122,29 @@ class _RayPool:
         actor = self.actor_class.remote(self.factory_ref)
         self.starting[actor.ready.remote()] = actor
 
+    def reuse(self, actor: Any) -> None:
+        """Take a kept actor (its readiness is checked like a new one's)."""
+        try:
+            ref = actor.ready.remote()
+        except Exception:  # a handle from an earlier Ray session
+            self.new_actor()
+            return
+        self.reused.add(actor)
+        self.starting[ref] = actor
+
     def replace(self, actor: Any) -> None:
         """Kill ``actor`` and start another while there is work left."""
+        self.load.pop(actor, None)
         self.ray.kill(actor, no_restart=True)
         if self.busy:
             self.new_actor()
 
     def assign(self) -> None:
-        while self.idle and self.waiting:
-            actor = self.idle.pop()
-            item = self.waiting.popleft()
-            self.flight[actor.run.remote(item)] = (actor, item, time.monotonic())
+        for actor in sorted(self.load, key=self.load.__getitem__):
+            while self.waiting and self.load[actor] < self.depth:
+                item = self.waiting.popleft()
+                self.flight[actor.run.remote(item)] = (actor, item, time.monotonic())
+                self.load[actor] += 1
         if not self.flight and not self.starting:
             raise EngineError("no Ray worker is left to run the remaining items")
 
@@ -124,12 +153,7 @@ class _RayPool:
         from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
 
         if ref in self.starting:
-            actor = self.starting.pop(ref)
-            try:
-                self.ray.get(ref)
-            except (RayActorError, WorkerCrashedError, RayTaskError) as exc:
-                raise _failed_start(exc) from exc
-            self.idle.append(actor)
+            self._started(ref)
             return
         actor, item, _started = self.flight.pop(ref)
         try:
@@ -138,12 +162,27 @@ class _RayPool:
             if getattr(exc, "actor_init_failed", False):
                 raise _failed_start(exc) from exc
             _retry_or_fail(item, exc, self.attempts, self.max_retries, self.waiting, self.emit)
-            self.replace(actor)
+            if actor in self.load:
+                self.replace(actor)
             return
         except RayTaskError as exc:  # call_worker catches item errors: a Ray fault
             raise EngineError(f"Ray could not run an item: {exc}") from exc
         self.emit(item, record)
-        self.idle.append(actor)
+        if actor in self.load:
+            self.load[actor] -= 1
+
+    def _started(self, ref: Any) -> None:
+        from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
+
+        actor = self.starting.pop(ref)
+        try:
+            self.ray.get(ref)
+        except (RayActorError, WorkerCrashedError, RayTaskError) as exc:
+            if actor not in self.reused:
+                raise _failed_start(exc) from exc
+            self.new_actor()  # a kept actor died in between: start a fresh one
+            return
+        self.load[actor] = 0
 
     def expire(self, item_timeout: float) -> None:
         """Give a ``timeout`` record to items running longer than ``item_timeout``."""
@@ -155,11 +194,41 @@ class _RayPool:
                 self.emit(item, error_record(None, "timeout", message))
                 self.replace(actor)
 
-    def close(self) -> None:
+    def close(self, keep: str | None) -> None:
+        """Kill the actors, or keep the idle ones under the digest ``keep``."""
         for actor, _item, _started in self.flight.values():
+            self.load.pop(actor, None)
             self.ray.kill(actor, no_restart=True)
-        for actor in [*self.idle, *self.starting.values()]:
+        idle = [actor for actor, held in self.load.items() if held == 0]
+        if keep is not None:
+            _KEPT.setdefault(keep, []).extend(idle)
+            idle = []
+        for actor in [*idle, *self.starting.values()]:
             self.ray.kill(actor, no_restart=True)
+
+
+def release_workers() -> int:
+    """End the actors kept for reuse; returns how many there were."""
+    kept = [actor for actors in _KEPT.values() for actor in actors]
+    _KEPT.clear()
+    if kept:
+        ray = _import_ray()
+        if ray.is_initialized():
+            for actor in kept:
+                try:
+                    ray.kill(actor, no_restart=True)
+                except Exception:  # a handle from an earlier Ray session: nothing to end
+                    pass
+    return len(kept)
+
+
+def _digest(ray: Any, make_worker: WorkerFactory) -> str | None:
+    """The factory's identity for reuse (``None``: it cannot be pickled to compare)."""
+    try:
+        data = ray.cloudpickle.dumps(make_worker)
+    except Exception:  # an unpicklable factory fails later with Ray's own message
+        return None
+    return hashlib.sha256(data).hexdigest()
 
 
 def _failed_start(exc: BaseException) -> EngineError:
@@ -168,7 +237,7 @@ def _failed_start(exc: BaseException) -> EngineError:
     return EngineError(f"a Ray worker failed to start: {lines[-1] if lines else exc}")
 
 
-def run_on_ray(
+def run_on_ray(  # noqa: PLR0913 - the engine's options, keyword-only
     todo: Sequence[WorkItem],
     make_worker: WorkerFactory,
     emit: Callable[[WorkItem, dict[str, Any]], None],
@@ -185,10 +254,24 @@ def run_on_ray(
     from ray.exceptions import GetTimeoutError
 
     pool = _RayPool(
-        ray, todo, make_worker, emit, cpus_per_worker=cpus_per_worker, max_retries=max_retries
+        ray,
+        todo,
+        make_worker,
+        emit,
+        cpus_per_worker=cpus_per_worker,
+        max_retries=max_retries,
+        depth=1 if item_timeout is not None else 2,
     )
+    digest = None if started_here else _digest(ray, make_worker)
     try:
-        for _ in range(max(1, min(workers, len(todo)))):
+        wanted = max(1, min(workers, len(todo)))
+        kept = _KEPT.pop(digest, []) if digest else []
+        release_workers()  # kept actors of other factories would hold the CPUs new ones need
+        for actor in kept[:wanted]:
+            pool.reuse(actor)
+        for actor in kept[wanted:]:
+            ray.kill(actor, no_restart=True)
+        for _ in range(wanted - len(kept[:wanted])):
             pool.new_actor()
         while pool.busy:
             pool.assign()
@@ -200,7 +283,7 @@ def run_on_ray(
     except GetTimeoutError as exc:  # pragma: no cover - ray.get is only called on ready refs
         raise EngineError(f"Ray did not return a result: {exc}") from exc
     finally:
-        pool.close()
+        pool.close(digest)
         if started_here:
             ray.shutdown()
 
