@@ -16,7 +16,10 @@ prompt tokens of the first request, and their ratios to the baseline measured in
 
 from __future__ import annotations
 
+import json
 import random
+import time
+from pathlib import Path
 from typing import Any
 
 from tooluse import ToolSearch, run
@@ -26,6 +29,7 @@ from tooluse.local import LlamaCppBackend
 
 QUESTIONS = 8  # each question costs the 2-core machine about a minute per mode
 TOOLSET = 500
+RESULTS = Path(__file__).resolve().parent / "results" / "tool_search.json"
 
 
 def toolset() -> tuple[list[Any], list[Any]]:
@@ -57,6 +61,7 @@ def prompt_tokens(backend: Any, entry: Any, offered: list[Any]) -> int:
 
 
 def main() -> dict[str, Any]:
+    started = time.monotonic()
     tools, asked = toolset()
     backend = LlamaCppBackend.default(n_ctx=8192)
     figures: dict[str, Any] = {"tools": len(tools), "questions": len(asked)}
@@ -90,6 +95,8 @@ def main() -> dict[str, Any]:
     for key, value in figures.items():
         print(f"{key:28} {value:.3f}" if isinstance(value, float) else f"{key:28} {value}")
     backend.close()
+    record = {"figures": figures, "seconds": round(time.monotonic() - started, 1)}
+    RESULTS.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return figures
 
 
