@@ -128,3 +128,38 @@ def test_model_strings_name_an_adapter_and_round_trip(tmp_path):
         backend.close()
     with pytest.raises(ValueError, match="#lora= needs the path"):
         load_model("local:#lora=")
+
+
+@pytest.mark.slow
+def test_an_adapted_model_chooses_its_tools_itself_unless_told_otherwise(tmp_path):
+    from tooluse.local.backend import LlamaCppBackend
+    from tooluse.local.decision import ModelDecider, RelevanceDecider
+    from tooluse.messages import ChatMessage, ToolCall, ToolResult
+    from tooluse.tools.definition import ToolDefinition
+
+    adapter = _smollm_adapter(tmp_path / "a.gguf")
+    adapted = LlamaCppBackend.default(n_ctx=1024, lora_path=adapter)
+    plain = LlamaCppBackend.default(n_ctx=1024)
+    told = LlamaCppBackend.default(
+        n_ctx=1024, lora_path=adapter, narrow_tools=True, decider=RelevanceDecider()
+    )
+    try:
+        assert (adapted.narrow_tools, type(adapted.decider)) == (False, ModelDecider)
+        assert plain.narrow_tools and not isinstance(plain.decider, ModelDecider)
+        assert told.narrow_tools and isinstance(told.decider, RelevanceDecider)
+        # after a tool result the base model's deciders always answer; the model decider
+        # reads the model's own odds of starting a call there
+        tool = ToolDefinition.from_schema("submit_answer", {"type": "object", "properties": {}})
+        call = ToolCall(name="submit_answer", arguments={})
+        history = [
+            ChatMessage.user("Compute 2 + 2."),
+            ChatMessage(role="assistant", content="", tool_calls=(call,)),
+            ChatMessage.tool_result(ToolResult(call_id=call.id, tool_name=call.name, output="4")),
+        ]
+        always, never = ModelDecider(threshold=-1e9), ModelDecider(threshold=1e9)
+        assert always.decide(adapted, history, [tool]).call
+        decision = never.decide(adapted, history, [tool])
+        assert not decision.call and decision.score <= 0.0 and "model score" in decision.reason
+    finally:
+        for backend in (adapted, plain, told):
+            backend.close()

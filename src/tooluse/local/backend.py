@@ -26,7 +26,13 @@ from tooluse.events import (
     ToolCallStarted,
 )
 from tooluse.local.chat_prompt import ChatTemplateError, render_prompt
-from tooluse.local.decision import ToolDecider, default_decider, latest_request, rank_tools
+from tooluse.local.decision import (
+    ModelDecider,
+    ToolDecider,
+    default_decider,
+    latest_request,
+    rank_tools,
+)
 from tooluse.local.decoding import DecodeSettings, GrammarSampler, TokenLoop
 from tooluse.local.grammar import (
     GrammarBuilder,
@@ -125,7 +131,9 @@ class LlamaCppBackend(BaseBackend):
     - ``chat_template`` overrides the template stored in the GGUF file (required when the file
       has none).
     - ``lora_path``: a llama.cpp GGUF LoRA adapter applied on the model (``tooluse train``
-      writes one).
+      writes one). With an adapter the model chooses for itself by default: ``narrow_tools``
+      is off and the decider is :class:`~tooluse.local.decision.ModelDecider` (call when the
+      model would start a call, also after tool results); pass either to override.
     """
 
     def __init__(  # noqa: PLR0913 - the backend's settings, keyword-only after the model
@@ -140,7 +148,7 @@ class LlamaCppBackend(BaseBackend):
         constrain: bool = True,
         strict_grammar: bool = False,
         decider: ToolDecider | None = None,
-        narrow_tools: bool = True,
+        narrow_tools: bool | None = None,
         stop_repeated_calls: bool = True,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         seed: int | None = None,
@@ -179,13 +187,18 @@ class LlamaCppBackend(BaseBackend):
             )
         self.chat_template: str = template
         self.constrain = constrain
-        self.narrow_tools = narrow_tools
+        # A trained adapter has learned which tool to call and when: the base model's assists
+        # (the relevance ranking, answering after every tool result) would overrule it.
+        adapted = lora is not None
+        self.narrow_tools = narrow_tools if narrow_tools is not None else not adapted
         self.stop_repeated_calls = stop_repeated_calls
         self.strict_grammar = strict_grammar
         self.max_tokens = max_tokens
         self.seed = seed
         self.loop = TokenLoop(self.llm)
-        self.decider = decider if decider is not None else default_decider()
+        if decider is None:
+            decider = ModelDecider() if adapted else default_decider()
+        self.decider = decider
         self._threads = threads
         self._scoring: TokenLoop | None = None
         self._last_tool_ranking: Any = None

@@ -28,6 +28,7 @@ questions, where it was the most accurate.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -171,6 +172,38 @@ class MarkerDecider(ScoringDecider):
         first = loop.tokenize(backend.profile.start_marker)[0]
         loop.prefill(loop.tokenize(prompt))
         return float(_log_softmax(loop.logits())[first])
+
+
+class ModelDecider:
+    """The model decides: call when, under the tool prompt and the whole conversation so far
+    (tool results included), the reply more likely starts with the call marker than not.
+
+    For a model trained to call tools (a ``tooluse train`` adapter): it has learned when to
+    call and when to answer, also after tool results, where the base model's deciders always
+    answer."""
+
+    name = "model"
+
+    def __init__(self, threshold: float = math.log(0.5)) -> None:
+        self.threshold = threshold
+
+    def decide(
+        self,
+        backend: LlamaCppBackend,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition],
+    ) -> ToolDecision:
+        loop = backend.loop  # the main context: the call that may follow reuses its cache
+        first = loop.tokenize(backend.profile.start_marker)[0]
+        loop.prefill(loop.tokenize(backend.render(messages, tools)))
+        score = float(_log_softmax(loop.logits())[first])
+        call = score >= self.threshold
+        verdict = "call" if call else "answer"
+        return ToolDecision(
+            call=call,
+            score=score,
+            reason=f"model score {score:.2f} vs threshold {self.threshold:.2f}: {verdict}",
+        )
 
 
 MAX_REQUEST_CHARS = 600
