@@ -95,8 +95,8 @@ train: install
 	# minutes of training and 60 of evaluation on 2 idle cores; run nothing else beside it.
 	$(VENV)/bin/tooluse train sft --env math:arithmetic --env reasoning_gym:basic_arithmetic \
 	  --env reasoning_gym:chain_sum --env reasoning_gym:products --split train --size 120 \
-	  --steps 100 --batch-size 8 --learning-rate 3e-4 --max-length 768 --save-steps 20 \
-	  --max-minutes 55 --out $(TRAIN_OUT)/sft
+	  --steps 60 --batch-size 8 --learning-rate 3e-4 --max-length 768 --save-steps 20 \
+	  --max-minutes 40 --out $(TRAIN_OUT)/sft
 	$(PY) benchmarks/measure_training.py --adapter $(TRAIN_OUT)/sft/adapter.gguf \
 	  --runs $(TRAIN_OUT)/measure
 

@@ -236,11 +236,19 @@ def _reason(exc: Exception) -> str:
 # -- teacher trajectories ------------------------------------------------------------------------
 
 
+def python_code(expression: str) -> str:
+    """The teachers' program for an expression. The expression stands alone on its line, so a
+    small model copies it without counting brackets around it (``print(EXPR)`` lost the
+    closing one after nested brackets); a whole number prints without ``.0`` (Python's ``/``
+    gives 23.0 where the answer is 23)."""
+    return f"result = {expression}\nprint(int(result) if result == int(result) else result)"
+
+
 def _arithmetic_turns(task: Any) -> list[list[ToolCall]]:
     """The scripted solver: run the expression in python, then submit what it printed."""
     expression = task.metadata["expression"]
     return [
-        [ToolCall(name="python", arguments={"code": f"print({expression})"})],
+        [ToolCall(name="python", arguments={"code": python_code(expression)})],
         [ToolCall(name="submit_answer", arguments={"answer": str(task.reference)})],
     ]
 
@@ -248,12 +256,8 @@ def _arithmetic_turns(task: Any) -> list[list[ToolCall]]:
 def _expression_turns(task: Any) -> list[list[ToolCall]]:
     """The scripted solver of a reasoning-gym entry that carries its expression."""
     entry = task.reference
-    expression = entry["metadata"]["expression"]
-    # Python's / gives 23.0 where the dataset's answer is 23 (graded 0.5): its answers are
-    # whole numbers, so a division is printed as an int.
-    code = f"print(int({expression}))" if "/" in expression else f"print({expression})"
     return [
-        [ToolCall(name="python", arguments={"code": code})],
+        [ToolCall(name="python", arguments={"code": python_code(entry["metadata"]["expression"])})],
         [ToolCall(name="submit_answer", arguments={"answer": str(entry["answer"])})],
     ]
 
