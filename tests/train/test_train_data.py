@@ -141,11 +141,23 @@ def test_teacher_runs_the_expression_in_python_and_submits_it():
         assert roles == ["system", "user", "assistant", "tool", "assistant", "tool"]
         python_call = conversation.messages[2].tool_calls[0]
         submit = conversation.messages[4].tool_calls[0]
-        assert python_call.name == "python" and python_call.arguments["code"].startswith("print(")
+        expression = conversation.messages[1].content.removeprefix("Compute ").split(".")[0]
+        assert python_call.name == "python"
+        assert python_call.arguments["code"].splitlines()[0] == f"result = {expression}"
         # the tool really ran: its output is what gets submitted
         assert submit.name == "submit_answer"
         assert submit.arguments["answer"] == conversation.messages[3].content.strip()
         assert [t.name for t in conversation.tools] == ["python", "submit_answer"]
+
+
+def test_reasoning_gym_teachers_print_whole_numbers_as_the_dataset_writes_them():
+    conversations = teacher_conversations("reasoning_gym:basic_arithmetic", size=30, seed=5)
+    divisions = [c for c in conversations if "/" in c.messages[1].content]
+    assert divisions, "the sample holds divisions"
+    for conversation in conversations:
+        printed = conversation.messages[3].content.strip()
+        submitted = conversation.messages[4].tool_calls[0].arguments["answer"]
+        assert printed == submitted and not printed.endswith(".0")
 
 
 def test_exported_sft_lines_read_back_as_the_same_conversation(tmp_path):
