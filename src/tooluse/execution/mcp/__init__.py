@@ -37,15 +37,31 @@ from tooluse.execution.mcp.client import MCPToolExecutor, MCPToolset
 from tooluse.execution.mcp.config import MCPServerConfig, load_mcp_servers
 from tooluse.execution.mcp.resources import MCPPrompt, MCPResource
 from tooluse.execution.mcp.server import MCPToolServer, load_module_tools
+from tooluse.execution.mcp.server_requests import (
+    ElicitationRequest,
+    ElicitationResponse,
+    MCPHandlers,
+    MCPProgress,
+    MCPRoot,
+    MCPSampling,
+    SamplingRequest,
+)
 from tooluse.execution.mcp.sync import SyncMCPToolExecutor
 
 __all__ = [
+    "ElicitationRequest",
+    "ElicitationResponse",
+    "MCPHandlers",
+    "MCPProgress",
     "MCPPrompt",
     "MCPResource",
+    "MCPRoot",
+    "MCPSampling",
     "MCPServerConfig",
     "MCPToolExecutor",
     "MCPToolServer",
     "MCPToolset",
+    "SamplingRequest",
     "SyncMCPToolExecutor",
     "load_mcp_servers",
     "load_module_tools",

@@ -14,6 +14,7 @@ The package's leaf: the other MCP modules build on these types, this module on n
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 __all__ = ["MCPServerConfig", "load_mcp_servers"]
+
+_REVISION = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,7 +46,12 @@ class MCPServerConfig:
     - ``max_output_chars``: a tool result's text is cut to this many characters, with a marker,
       like a local tool's output;
     - ``max_reply_bytes``: a stdio server's reply longer than this is dropped as it arrives
-      and its request fails with that reason (``None``: the SDK's own, unbounded reader).
+      and its request fails with that reason (``None``: the SDK's own, unbounded reader);
+    - ``protocol``: ``"auto"`` negotiates the protocol revision (2026-07-28 with current
+      servers, the 2025-11-25 handshake with older ones); ``"2025-11-25"`` always uses the
+      handshake, which servers need that send sampling, elicitation or roots requests in the
+      middle of a call (2026-07-28 has no such requests: it asks through ``input_required``
+      results instead); ``"2026-07-28"`` adopts that revision without probing.
 
     ``env`` is added to a small safe default environment (``PATH``, ``HOME``...), as the SDK does.
     """
@@ -62,6 +70,7 @@ class MCPServerConfig:
     name: str | None = None
     max_output_chars: int = 20_000
     max_reply_bytes: int | None = 16 * 1024 * 1024
+    protocol: str = "auto"
     server: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -92,6 +101,11 @@ class MCPServerConfig:
             raise ValueError("MCPServerConfig.max_output_chars must be at least 1")
         if self.max_reply_bytes is not None and self.max_reply_bytes < 1024:
             raise ValueError("MCPServerConfig.max_reply_bytes must be at least 1024 (or None)")
+        if self.protocol != "auto" and not _REVISION.fullmatch(self.protocol):
+            raise ValueError(
+                "MCPServerConfig.protocol must be 'auto' or a protocol revision such as "
+                f"'2025-11-25', got {self.protocol!r}"
+            )
 
     @property
     def label(self) -> str:
@@ -131,6 +145,7 @@ class _ServerEntry(BaseModel):
     headers: dict[str, str] | None = None
     type: Literal["stdio", "http", "streamable-http", "streamableHttp", "sse"] | None = None
     timeout: float | None = None
+    protocol: str | None = None  # tooluse's own key (MCPServerConfig.protocol)
 
 
 def load_mcp_servers(
@@ -171,6 +186,8 @@ def load_mcp_servers(
             )
         seconds = entry.timeout if entry.timeout is not None else timeout
         extra: dict[str, Any] = {"timeout": seconds} if seconds is not None else {}
+        if entry.protocol is not None:
+            extra["protocol"] = entry.protocol
         try:
             configs.append(
                 MCPServerConfig(
