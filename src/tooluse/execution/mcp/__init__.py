@@ -35,8 +35,9 @@ from __future__ import annotations
 
 from tooluse.execution.mcp.client import MCPToolExecutor, MCPToolset
 from tooluse.execution.mcp.config import MCPServerConfig, load_mcp_servers
-from tooluse.execution.mcp.resources import MCPPrompt, MCPResource
-from tooluse.execution.mcp.server import MCPToolServer, load_module_tools
+from tooluse.execution.mcp.resources import MCPPrompt, MCPResource, MCPResourceTemplate
+from tooluse.execution.mcp.served import ServedPrompt, ServedResource, mcp_prompt, mcp_resource
+from tooluse.execution.mcp.server import MCPToolServer, load_module_offer, load_module_tools
 from tooluse.execution.mcp.server_requests import (
     ElicitationRequest,
     ElicitationResponse,
@@ -55,6 +56,7 @@ __all__ = [
     "MCPProgress",
     "MCPPrompt",
     "MCPResource",
+    "MCPResourceTemplate",
     "MCPRoot",
     "MCPSampling",
     "MCPServerConfig",
@@ -62,7 +64,12 @@ __all__ = [
     "MCPToolServer",
     "MCPToolset",
     "SamplingRequest",
+    "ServedPrompt",
+    "ServedResource",
     "SyncMCPToolExecutor",
     "load_mcp_servers",
+    "load_module_offer",
     "load_module_tools",
+    "mcp_prompt",
+    "mcp_resource",
 ]

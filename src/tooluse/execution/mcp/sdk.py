@@ -38,6 +38,7 @@ try:
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError as SDKError
     from mcp.shared.message import SessionMessage
+    from mcp.shared.uri_template import UriTemplate
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("mcp", "mcp") from exc
@@ -50,6 +51,7 @@ __all__ = [
     "SDKError",
     "Server",
     "SessionMessage",
+    "UriTemplate",
     "build_server",
     "call_tool_result_from_output",
     "connection_lost",
@@ -417,11 +419,13 @@ def build_server(
     run_tool: Callable[[str, dict[str, Any]], Any],
     *,
     version: str = "",
+    handlers: dict[str, Any] | None = None,
 ) -> Any:
     """A low-level MCP ``Server`` that lists ``definitions`` and answers calls with ``run_tool``.
 
     ``run_tool(name, arguments)`` is awaited and must return a :class:`ToolResult`; unknown
     names are answered with the JSON-RPC "invalid params" error, as the protocol asks.
+    ``handlers`` are more ``Server`` keywords (the resource and prompt handlers).
     """
     by_name = {definition.name: definition for definition in definitions}
     tools = [mcp_tool_from_definition(definition) for definition in definitions]
@@ -440,12 +444,13 @@ def build_server(
         definition = by_name.get(tool_name)
         return None if definition is None else definition.parameters_schema
 
+    tool_handlers = {"on_list_tools": on_list_tools, "on_call_tool": on_call_tool}
     return Server(
         name,
         version=version,
         get_tool_input_schema=input_schema,
-        on_list_tools=on_list_tools,
-        on_call_tool=on_call_tool,
+        **(tool_handlers if definitions else {}),
+        **(handlers or {}),
     )
 
 

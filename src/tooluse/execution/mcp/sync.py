@@ -19,7 +19,7 @@ from tooluse.errors import MCPError
 from tooluse.execution.base import AbstractToolExecutor, CancellationToken, current_call_token
 from tooluse.execution.mcp.client import MCPToolExecutor, MCPToolset
 from tooluse.execution.mcp.config import MCPServerConfig
-from tooluse.execution.mcp.resources import MCPPrompt, MCPResource
+from tooluse.execution.mcp.resources import MCPPrompt, MCPResource, MCPResourceTemplate
 from tooluse.execution.mcp.server_requests import MCPHandlers
 from tooluse.media import MediaPart
 from tooluse.messages import ChatMessage, ToolCall, ToolResult
@@ -191,6 +191,10 @@ class SyncMCPToolExecutor(AbstractToolExecutor):
     def list_resources(self) -> tuple[MCPResource, ...]:
         """The server's resources."""
         return self._run(self._single().list_resources())
+
+    def list_resource_templates(self) -> tuple[MCPResourceTemplate, ...]:
+        """The server's resource templates."""
+        return self._run(self._single().list_resource_templates())
 
     def read_resource(self, uri: str) -> tuple[MediaPart, ...]:
         """A resource's contents: texts, images and files."""
