@@ -444,14 +444,11 @@ def build_server(
         definition = by_name.get(tool_name)
         return None if definition is None else definition.parameters_schema
 
-    tool_handlers = {"on_list_tools": on_list_tools, "on_call_tool": on_call_tool}
-    return Server(
-        name,
-        version=version,
-        get_tool_input_schema=input_schema,
-        **(tool_handlers if definitions else {}),
-        **(handlers or {}),
-    )
+    options: dict[str, Any] = {"version": version, "get_tool_input_schema": input_schema}
+    if definitions:
+        options.update(on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    options.update(handlers or {})
+    return Server(name, **options)
 
 
 def connection_lost(exc: Any, client: Any) -> bool:

@@ -61,7 +61,8 @@ def _prompt_message(item: Any) -> Any:
         raise ValueError(f"MCP prompts hold user and assistant messages, not {item.role!r} ones")
     else:
         raise ValueError(f"a prompt returns text or ChatMessages, not {type(item).__name__}")
-    return types.PromptMessage(role=role, content=types.TextContent(type="text", text=text))
+    content = types.TextContent(type="text", text=text)
+    return types.PromptMessage.model_validate({"role": role, "content": content})
 
 
 def prompt_result(prompt: ServedPrompt, value: Any) -> Any:
