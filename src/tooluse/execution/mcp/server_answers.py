@@ -198,10 +198,15 @@ def elicitation_request_from_mcp(params: Any, server: str) -> ElicitationRequest
 
 def check_elicited_content(schema: Mapping[str, Any], content: Mapping[str, Any]) -> str | None:
     """Why ``content`` does not match the requested ``schema``, or ``None`` when it does."""
+    from jsonschema.exceptions import SchemaError
     from jsonschema.validators import validator_for
 
-    validator = validator_for(schema)(schema)
-    errors = sorted(validator.iter_errors(dict(content)), key=lambda error: list(error.path))
+    try:
+        validator = validator_for(schema)(schema)
+        errors = sorted(validator.iter_errors(dict(content)), key=lambda error: list(error.path))
+    except (SchemaError, TypeError, ValueError):  # the server's schema is broken: it checks
+        logger.info("an elicitation schema could not be read; the answer is sent unchecked")
+        return None
     if not errors:
         return None
     return "; ".join(
@@ -233,7 +238,10 @@ def _elicitation_callback(handler: ElicitationHandler, server: str) -> Any:
                     types.INVALID_PARAMS,
                     f"the client's answer does not match the requested schema: {problem}",
                 )
-        return types.ElicitResult(action=response.action, content=content)
+        try:
+            return types.ElicitResult(action=response.action, content=content)
+        except ValueError as exc:  # values the protocol cannot carry (nested objects...)
+            return _error(types.INVALID_PARAMS, f"the client's answer cannot be sent: {exc}")
 
     return answer_elicitation
 
