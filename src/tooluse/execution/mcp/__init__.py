@@ -44,7 +44,7 @@ importing this package never does).
 from __future__ import annotations
 
 from tooluse.execution.mcp.client import MCPToolExecutor, MCPToolset
-from tooluse.execution.mcp.config import MCPServerConfig, load_mcp_servers
+from tooluse.execution.mcp.config import MCPOAuth, MCPServerConfig, load_mcp_servers
 from tooluse.execution.mcp.resources import MCPPrompt, MCPResource, MCPResourceTemplate
 from tooluse.execution.mcp.served import ServedPrompt, ServedResource, mcp_prompt, mcp_resource
 from tooluse.execution.mcp.server import MCPToolServer, load_module_offer, load_module_tools
@@ -63,6 +63,7 @@ __all__ = [
     "ElicitationRequest",
     "ElicitationResponse",
     "MCPHandlers",
+    "MCPOAuth",
     "MCPProgress",
     "MCPPrompt",
     "MCPResource",

@@ -67,7 +67,6 @@ class Connection:
     async def open(self) -> None:
         """Start the server (or reach the URL) and finish the handshake; raises MCPError."""
         self.loop = asyncio.get_running_loop()
-        config = self.config
         try:
             client = self._client()
         except Exception as exc:
@@ -79,7 +78,7 @@ class Connection:
         try:
             done, _ = await asyncio.wait(
                 {ready, self._task},
-                timeout=config.startup_timeout,
+                timeout=self.startup_seconds,
                 return_when=asyncio.FIRST_COMPLETED,
             )
         except asyncio.CancelledError:
@@ -97,13 +96,19 @@ class Connection:
             error = self._start_error(failure)
             await self.close()
             raise error from failure
-        timeout = TimeoutError(f"no handshake within {config.startup_timeout:g}s")
+        timeout = TimeoutError(f"no handshake within {self.startup_seconds:g}s")
         # A server stuck in its handshake gets no grace period: kill it now, then wind down.
         self.process.kill()
         await self.close(keep_stderr=True)  # stop the process first: its stderr is then complete
         error = self._start_error(timeout)
         self._release_stderr()
         raise error
+
+    @property
+    def startup_seconds(self) -> float:
+        """The time the handshake may take: with OAuth, also the time to approve the sign-in."""
+        oauth = self.config.oauth
+        return self.config.startup_timeout + (oauth.callback_timeout if oauth else 0.0)
 
     def _client(self) -> Any:
         """The un-entered SDK client: transport, protocol and the handlers' callbacks."""
@@ -125,6 +130,11 @@ class Connection:
                 errlog=self.errlog,
                 max_reply_bytes=config.max_reply_bytes,
             )
+        http_auth = None
+        if config.oauth is not None and config.url is not None:
+            from tooluse.execution.mcp.oauth import oauth_http_auth
+
+            http_auth = oauth_http_auth(config.oauth, config.url, config.label)
         return mcp_sdk.open_client(
             server=config.server,
             transport=transport,
@@ -138,6 +148,7 @@ class Connection:
             errlog=self.errlog,
             protocol=config.protocol,
             callbacks=sdk_callbacks(self.handlers, config.label),
+            http_auth=http_auth,
         )
 
     async def _own(self, client: Any) -> None:

@@ -60,6 +60,7 @@ __all__ = [
     "list_tools_page",
     "mcp_tool_from_definition",
     "mcp_types",
+    "oauth_parts",
     "open_client",
     "sdk_version",
     "serve_http",
@@ -82,6 +83,30 @@ _ANNOTATION_WIRE_NAMES = {
     "idempotent_hint": "idempotentHint",
     "open_world_hint": "openWorldHint",
 }
+
+
+def oauth_parts() -> Any:
+    """The SDK's OAuth client parts, imported on first use: ``OAuthClientProvider``,
+    ``OAuthClientMetadata``, ``OAuthToken``, ``OAuthClientInformationFull``,
+    ``AuthorizationCodeResult`` and ``OAuthFlowError``."""
+    from types import SimpleNamespace
+
+    from mcp.client.auth import OAuthClientProvider, OAuthFlowError
+    from mcp.shared.auth import (
+        AuthorizationCodeResult,
+        OAuthClientInformationFull,
+        OAuthClientMetadata,
+        OAuthToken,
+    )
+
+    return SimpleNamespace(
+        OAuthClientProvider=OAuthClientProvider,
+        OAuthClientMetadata=OAuthClientMetadata,
+        OAuthToken=OAuthToken,
+        OAuthClientInformationFull=OAuthClientInformationFull,
+        AuthorizationCodeResult=AuthorizationCodeResult,
+        OAuthFlowError=OAuthFlowError,
+    )
 
 
 def sdk_version() -> str:
@@ -109,6 +134,7 @@ def open_client(  # noqa: PLR0913 - the client's settings, all keyword-only
     errlog: TextIO,
     protocol: str = "auto",
     callbacks: dict[str, Any] | None = None,
+    http_auth: Any = None,
 ) -> Any:
     """An un-entered SDK ``Client`` for an in-process server, a stdio command or an HTTP URL.
 
@@ -116,15 +142,16 @@ def open_client(  # noqa: PLR0913 - the client's settings, all keyword-only
     ``command``, which otherwise starts with the SDK's own ``stdio_client``; the server's stderr
     goes to ``errlog`` (a real file) so that startup failures can quote it. ``protocol`` is
     ``"auto"`` or a revision (a handshake-era one means the ``initialize`` handshake);
-    ``callbacks`` are the Client's sampling, elicitation and roots keywords.
+    ``callbacks`` are the Client's sampling, elicitation and roots keywords; ``http_auth``
+    an ``httpx2.Auth`` for an HTTP server (the OAuth provider).
     """
     if server is not None:
         transport = server  # the SDK connects to a Server/MCPServer object in process
     elif transport is not None:
         pass
     elif url is not None:
-        if headers:
-            transport = _http_transport_with_headers(url, dict(headers))
+        if headers or http_auth is not None:
+            transport = _http_transport_with_headers(url, dict(headers or {}), http_auth)
         else:
             transport = streamable_http_client(url)
     else:
@@ -136,15 +163,18 @@ def open_client(  # noqa: PLR0913 - the client's settings, all keyword-only
 
 
 @contextlib.asynccontextmanager
-async def _http_transport_with_headers(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
-    """Streamable HTTP with extra headers; the HTTP client we create is closed with it."""
+async def _http_transport_with_headers(
+    url: str, headers: dict[str, str], auth: Any = None
+) -> AsyncIterator[Any]:
+    """Streamable HTTP with extra headers (and ``auth``); the HTTP client we create is closed
+    with it."""
     import httpx2  # the SDK's own HTTP client; a dependency of mcp 2.x
 
     # The SDK's defaults: a long read timeout, since a server may hold a response stream open
     # (per-call timeouts are enforced by the client session, not by HTTP reads).
     timeout = httpx2.Timeout(30.0, read=300.0)
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout) as http_client,
+        httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth) as http_client,
         streamable_http_client(url, http_client=http_client) as streams,
     ):
         yield streams
