@@ -13,7 +13,7 @@ import sys
 import tempfile
 from typing import Any, TextIO
 
-from tooluse.errors import MCPError
+from tooluse.errors import MCPError, MissingDependencyError
 from tooluse.execution.mcp.config import MCPServerConfig
 from tooluse.execution.mcp.process import ServerProcess
 from tooluse.execution.mcp.server_requests import MCPHandlers
@@ -69,6 +69,9 @@ class Connection:
         self.loop = asyncio.get_running_loop()
         try:
             client = self._client()
+        except MissingDependencyError:
+            self._release_stderr()
+            raise  # the SDK is not installed: the user's to install, not a server failure
         except Exception as exc:
             error = self._start_error(exc)
             self._release_stderr()
