@@ -8,7 +8,10 @@ Both ways a server asks are covered: ``ctx.session.create_message`` in the middl
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -139,6 +142,42 @@ def test_sampling_inside_the_blocking_tool_loop():
     assert tool_message.result.call_id == "q"
     assert tool_message.result.output == "sampler said: 42, of course."
     assert result.final_text == "The server's model says 42."
+
+
+@pytest.fixture
+def rich_http():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, RICH, "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            assert process.poll() is None and time.monotonic() < deadline, "no HTTP server"
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/mcp"
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "tool"), [("2025-11-25", "ask_model"), ("auto", "ask_model_resolved")]
+)
+async def test_sampling_over_streamable_http(rich_http, protocol, tool):
+    model = ScriptedBackend(["Over HTTP."], name="tiny-model")
+    handlers = MCPHandlers(sampling=MCPSampling(backend=model, allow=lambda request: True))
+    config = MCPServerConfig(url=rich_http, name="rich", protocol=protocol)
+    async with MCPToolExecutor(config, handlers=handlers) as mcp:
+        result = await mcp.call_tool(tool, {"question": "Which transport?"})
+    assert (result.is_error, result.output) == (False, "tiny-model said: Over HTTP.")
+    assert model.requests[0].messages[-1].content == "Which transport?"
 
 
 def test_sampling_policy_must_be_callable():

@@ -4,12 +4,14 @@ Each request is made both ways a server can make it: in the middle of the call t
 ``ctx.session`` / ``ctx.elicit`` (the 2025-11-25 way: the client must connect with the
 handshake) and through ``Resolve(...)`` markers, which the SDK sends as server requests on
 2025-11-25 and as an ``input_required`` result on 2026-07-28. Also: progress reports, and a slow
-tool that counts how often it was cancelled.
+tool that counts how often it was cancelled. ``python rich_server.py --http PORT`` serves
+streamable HTTP instead of stdio.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import warnings
 from typing import Annotated
 
@@ -127,4 +129,7 @@ def cancelled() -> list[str]:
 
 
 if __name__ == "__main__":
-    server.run()
+    if len(sys.argv) >= 3 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
