@@ -139,7 +139,7 @@ def create_message_result(result: GenerationResult, *, model: str) -> Any:
 
 
 def _model_name(backend: Any) -> str:
-    for attribute in ("model", "name"):
+    for attribute in ("model", "model_name", "name"):
         value = getattr(backend, attribute, None)
         if isinstance(value, str) and value:
             return value
