@@ -160,8 +160,11 @@ def _turn(console: Any, history: list[Any], run_turn: Any) -> tuple[list[Any], b
     return list(result.messages), True
 
 
-def _start(console: Any, model: str, tools: Path | None) -> tuple[Any, list[Any], bool]:
-    """Load the tools and the model, set up line editing: ``(backend, tools, interactive)``."""
+def _start(
+    console: Any, model: str, tools: Path | None, mcp: Path | None, max_tokens: int
+) -> tuple[Any, list[Any], bool, tuple[Any, dict[str, float]]]:
+    """Load the tools and the model, start the MCP servers, set up line editing:
+    ``(backend, tools, interactive, (MCP client or None, the MCP tools' time limits))``."""
     from tooluse.cli.local_cmd import load_module, tools_of
     from tooluse.cli.shared import load_backend
 
@@ -169,6 +172,13 @@ def _start(console: Any, model: str, tools: Path | None) -> tuple[Any, list[Any]
     if tools is not None and not tool_list:
         raise typer.BadParameter(f"{tools} defines no @tool functions", param_hint="--tools")
     backend = load_backend(model, console)
+    client: Any = None
+    timeouts: dict[str, float] = {}
+    if mcp is not None:
+        from tooluse.cli.chat_mcp import open_mcp_servers
+
+        client, mcp_tools, timeouts = open_mcp_servers(mcp, console, backend, max_tokens)
+        tool_list = [*tool_list, *mcp_tools]
     names = ", ".join(
         str(getattr(t, "__name__", None) or getattr(t, "name", "?")) for t in tool_list
     )
@@ -181,7 +191,7 @@ def _start(console: Any, model: str, tools: Path | None) -> tuple[Any, list[Any]
         f"[dim]model {model}; tools: {names or 'none'}; "
         "empty line or Ctrl-D to quit, Ctrl-C stops an answer[/]"
     )
-    return backend, tool_list, interactive
+    return backend, tool_list, interactive, (client, timeouts)
 
 
 def chat(
@@ -189,6 +199,9 @@ def chat(
         "local", "--model", "-m", help="local, llama-cpp:PATH, openai:MODEL, anthropic:MODEL..."
     ),
     tools: Path = typer.Option(None, "--tools", "-t", help="A Python file with @tool functions."),
+    mcp: Path = typer.Option(
+        None, "--mcp", help="An mcpServers JSON file: its servers' tools join the chat."
+    ),
     system: str = typer.Option(None, "--system", help="System prompt."),
     max_tokens: int = typer.Option(256, help="Tokens per model turn."),
     max_tool_iters: int = typer.Option(4, min=0, help="Tool rounds allowed per message."),
@@ -197,24 +210,47 @@ def chat(
     """Chat in the terminal with a model that can call the tools of a Python file.
 
     Reads one message per line; an empty line, `exit`, Ctrl-D or Ctrl-C at the prompt quits.
-    Ctrl-C during an answer stops it.
+    Ctrl-C during an answer stops it. With --mcp, a server's questions (elicitation) are asked
+    here and its requests to use the model (sampling) need a yes; with input piped in, they
+    are declined.
     """
-    from tooluse import ChatMessage, SamplingParams
+    from tooluse import SamplingParams
     from tooluse.cli.shared import console as make_console
+
+    console = make_console()
+    backend, tool_list, interactive, (client, timeouts) = _start(
+        console, model, tools, mcp, max_tokens
+    )
+    options: dict[str, Any] = {
+        "tools": tool_list,
+        "params": SamplingParams(max_tokens=max_tokens),
+        "max_tool_iters": max_tool_iters,
+        "stream": True,
+        "tool_timeouts": timeouts,
+    }
+    try:
+        _chat_loop(console, backend, options, interactive, system, log)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _chat_loop(
+    console: Any,
+    backend: Any,
+    loop_options: dict[str, Any],
+    interactive: bool,
+    system: str | None,
+    log: bool,
+) -> None:
+    """Read messages and run a turn for each (with the loop's ``loop_options``) until the user
+    quits."""
+    from tooluse import ChatMessage
     from tooluse.loop import run
     from tooluse.loop_resume import resume
 
-    console = make_console()
-    backend, tool_list, interactive = _start(console, model, tools)
-
     def run_turn(history: list[ChatMessage], printer: TurnPrinter) -> Any:
-        options: dict[str, Any] = {
-            "tools": tool_list,
-            "params": SamplingParams(max_tokens=max_tokens),
-            "max_tool_iters": max_tool_iters,
-            "stream": True,
-            "on_event": printer,
-        }
+        options: dict[str, Any] = {**loop_options, "on_event": printer}
         result = run(backend, history, log=log, **options)
         while result.stop_reason.value == "approval_required" and result.state is not None:
             printer.end_line()

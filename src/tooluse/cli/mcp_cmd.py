@@ -194,30 +194,37 @@ def serve_command(
     name: str = typer.Option(None, help="Server name (defaults to the module name)."),
     timeout: float = typer.Option(60.0, help="Seconds allowed for each call."),
 ) -> None:
-    """Serve a module's tools as an MCP server (stdio by default).
+    """Serve a module's tools, resources and prompts as an MCP server (stdio by default).
 
     The tools are the module's TOOLS list if it has one, else its @tool functions, else its
-    public functions.
+    public functions; the resources and prompts are its @mcp_resource and @mcp_prompt
+    functions (or its RESOURCES and PROMPTS lists).
     """
     from tooluse.errors import ToolDefinitionError
-    from tooluse.execution.mcp.server import MCPToolServer, load_module_tools
+    from tooluse.execution.mcp.server import MCPToolServer, load_module_offer
 
     if not 0 < port < 65536:
         raise _fail(f"--port must be between 1 and 65535, got {port}", 2)
     if not timeout > 0:
         raise _fail(f"--timeout must be a positive number of seconds, got {timeout:g}", 2)
     try:
-        tools = load_module_tools(target)
-        server = MCPToolServer(tools, name=name or Path(target).stem, timeout=timeout)
+        offer = load_module_offer(target)
+        server = MCPToolServer(
+            offer.tools,
+            resources=offer.resources,
+            prompts=offer.prompts,
+            name=name or Path(target).stem,
+            timeout=timeout,
+        )
     except ToolDefinitionError as exc:
         raise _fail(_one_line(exc), 2) from None
     except Exception as exc:  # an invalid schema, a bad TOOLS entry...: the user's to fix
         raise _fail(f"cannot serve {target}: {type(exc).__name__}: {_one_line(exc)}", 2) from None
     if http:
-        typer.secho(
-            f"serving {len(server.definitions)} tools at http://{host}:{port}{path}",
-            err=True,
-        )
+        parts = f"{len(server.definitions)} tools"
+        if server.resources or server.prompts:
+            parts += f", {len(server.resources)} resources, {len(server.prompts)} prompts"
+        typer.secho(f"serving {parts} at http://{host}:{port}{path}", err=True)
         server.run("http", host=host, port=port, path=path)
     else:
         server.run("stdio")

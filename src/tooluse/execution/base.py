@@ -12,6 +12,7 @@ environments' executors all implement it; the tool loop calls nothing else.
 from __future__ import annotations
 
 import abc
+import contextvars
 import dataclasses
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
@@ -34,7 +35,9 @@ __all__ = [
     "ToolsArg",
     "Veto",
     "call_arguments",
+    "current_call_token",
     "normalize_tools",
+    "run_with_call_token",
     "truncate_output",
 ]
 
@@ -101,6 +104,30 @@ class CancellationToken:
         with self._lock:
             if callback in self._callbacks:
                 self._callbacks.remove(callback)
+
+
+_CALL_TOKEN: contextvars.ContextVar[CancellationToken | None] = contextvars.ContextVar(
+    "tooluse_call_token", default=None
+)
+
+
+def current_call_token() -> CancellationToken | None:
+    """The token of the blocking tool call running in this thread, or ``None``.
+
+    The executor fires it when it gives the call up (its batch was cancelled, or it timed out):
+    a thread cannot be stopped from outside, so a blocking tool that waits on other work (an
+    MCP request, say) can stop that work when the token fires.
+    """
+    return _CALL_TOKEN.get()
+
+
+def run_with_call_token(token: CancellationToken, function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)`` with ``token`` as this thread's :func:`current_call_token`."""
+    reset = _CALL_TOKEN.set(token)
+    try:
+        return function(*args)
+    finally:
+        _CALL_TOKEN.reset(reset)
 
 
 def truncate_output(text: str, limit: int) -> tuple[str, int]:

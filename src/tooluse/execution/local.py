@@ -36,6 +36,7 @@ from tooluse.execution.base import (
     ToolsArg,
     Veto,
     normalize_tools,
+    run_with_call_token,
     truncate_output,
 )
 from tooluse.execution.parallel import aiter_parallel, iter_parallel
@@ -341,11 +342,15 @@ class ToolExecutor(AbstractToolExecutor):
             if timeout is None:
                 output = self._body_sync(state)
             else:
-                future = self._thread_pool().submit(self._body_sync, state)
+                token = CancellationToken()
+                future = self._thread_pool().submit(
+                    run_with_call_token, token, self._body_sync, state
+                )
                 try:
                     output = future.result(timeout=timeout)
                 except concurrent.futures.TimeoutError:
                     future.cancel()
+                    token.cancel()  # the tool may stop its own work (see current_call_token)
                     result = self._timed_out(call, timeout, started)
                     return self._run_hooks_after(call, result)
         except Exception as exc:
@@ -379,7 +384,14 @@ class ToolExecutor(AbstractToolExecutor):
         if self._is_async_tool(prepared.definition):
             return await self._invoke_async(prepared)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._thread_pool(), self._invoke_sync, prepared)
+        token = CancellationToken()
+        try:
+            return await loop.run_in_executor(
+                self._thread_pool(), run_with_call_token, token, self._invoke_sync, prepared
+            )
+        except asyncio.CancelledError:  # cancelled or timed out: the thread runs on, told so
+            token.cancel()
+            raise
 
     async def aexecute(self, call: ToolCall) -> ToolResult:
         """Run one call on the running loop and return its result."""

@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED
 from typing import Any, Protocol
 
-from tooluse.execution.base import CancellationToken, PreparedCall
+from tooluse.execution.base import CancellationToken, PreparedCall, run_with_call_token
 from tooluse.messages import ToolCall, ToolResult
 
 __all__ = ["CallRunner", "aiter_parallel", "iter_parallel"]
@@ -147,8 +147,8 @@ def iter_parallel(
     finally:
         if cancel is not None:
             cancel.remove_callback(batch.set_fired)
-        for future in batch.running:  # the consumer stopped early: nothing more will be read
-            future.cancel()
+        for future in list(batch.running):  # the consumer stopped early: nothing more is read
+            batch.give_up(future)
 
 
 class _ThreadBatch:
@@ -160,6 +160,8 @@ class _ThreadBatch:
         self.running: dict[concurrent.futures.Future[Any], int] = {}
         self.deadlines: dict[int, float] = {}
         self.ran: dict[int, ToolCall] = {}  # the call as it ran (a before-hook may rewrite it)
+        # fired when a call is given up, so a blocking tool can stop (see current_call_token)
+        self.tokens: dict[int, CancellationToken] = {}
         self.fired: concurrent.futures.Future[None] = concurrent.futures.Future()
 
     def set_fired(self) -> None:
@@ -176,7 +178,8 @@ class _ThreadBatch:
                 yield index, runner._run_hooks_after(original, state)
                 continue
             self.ran[index] = call
-            self.running[pool.submit(runner._body_sync, state)] = index
+            token = self.tokens[index] = CancellationToken()
+            self.running[pool.submit(run_with_call_token, token, runner._body_sync, state)] = index
             timeout = runner.timeout_for(call.name)
             if timeout is not None:
                 self.deadlines[index] = self.started + timeout
@@ -206,11 +209,16 @@ class _ThreadBatch:
                 return runner._finish(call, future.result(), started)
             except Exception as exc:
                 return runner._failure(call, exc, now - started)
-        if self.fired in done:
-            future.cancel()
-            return runner._cancelled(call, started)
         index = self.running[future]
+        if self.fired in done:
+            self.give_up(future)
+            return runner._cancelled(call, started)
         if index in self.deadlines and self.deadlines[index] <= now:
-            future.cancel()
+            self.give_up(future)
             return runner._timed_out(call, runner.timeout_for(call.name) or 0.0, started)
         return None
+
+    def give_up(self, future: concurrent.futures.Future[Any]) -> None:
+        """Stop waiting for a call: cancel it if it has not started, else tell it."""
+        future.cancel()
+        self.tokens[self.running[future]].cancel()

@@ -6,179 +6,32 @@ See :mod:`tooluse.execution.mcp` for what it guarantees.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any
 
 from tooluse.errors import MCPError, ToolArgumentError, ToolDefinitionError, ToolNotFoundError
 from tooluse.execution.mcp.config import MCPServerConfig, load_mcp_servers
+from tooluse.execution.mcp.connection import Connection
 from tooluse.execution.mcp.contract import MCPExecutorBase
-from tooluse.execution.mcp.process import ServerProcess
+from tooluse.execution.mcp.output_check import result_problem
 from tooluse.execution.mcp.resources import MCPResources
 from tooluse.execution.mcp.schema import (
     check_advertised_schema,
     check_arguments,
     make_tool_function,
 )
+from tooluse.execution.mcp.server_requests import MCPHandlers
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = ["MCPServerConfig", "MCPToolExecutor", "MCPToolset", "load_mcp_servers"]
 
 logger = logging.getLogger("tooluse.mcp")
-
-_STDERR_TAIL = 2000
-
-
-class _Connection:
-    """One live SDK client, owned by a background task.
-
-    The SDK's client must be entered and exited in the same task; owning it in a task of its own
-    lets calls come from any task and lets a broken connection be replaced at any time.
-    """
-
-    def __init__(self, config: MCPServerConfig) -> None:
-        self.config = config
-        self.client: Any = None
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.process = ServerProcess()
-        # A real file: the server writes its stderr there directly, and startup errors quote it.
-        self.errlog: TextIO = tempfile.TemporaryFile(  # noqa: SIM115 - closed in close()
-            "w+", encoding="utf-8", errors="replace"
-        )
-        self._ready = asyncio.Event()
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    def stderr_tail(self) -> str:
-        """The last lines the server wrote to stderr."""
-        try:
-            # Bytes from the end only: a chatty server may have written megabytes of logs.
-            with open(self.errlog.fileno(), "rb", closefd=False) as raw:
-                size = raw.seek(0, 2)
-                raw.seek(max(0, size - 4 * _STDERR_TAIL))
-                text = raw.read().decode("utf-8", errors="replace")
-        except (OSError, ValueError):
-            return ""
-        return text[-_STDERR_TAIL:].strip()
-
-    @property
-    def alive(self) -> bool:
-        if self._task is None or self._task.done() or self.client is None:
-            return False
-        from tooluse.execution.mcp import sdk as mcp_sdk
-
-        return not mcp_sdk.session_closed(self.client)
-
-    async def open(self) -> None:
-        """Start the server (or reach the URL) and finish the handshake; raises MCPError."""
-        from tooluse.execution.mcp import sdk as mcp_sdk
-
-        self.loop = asyncio.get_running_loop()
-        config = self.config
-        try:
-            client = mcp_sdk.open_client(
-                server=config.server,
-                command=config.command,
-                args=config.args,
-                env=self.process.environment(dict(config.env or {}))
-                if config.command is not None
-                else None,
-                cwd=config.cwd,
-                url=config.url,
-                headers=dict(config.headers) if config.headers else None,
-                timeout=config.timeout,
-                errlog=self.errlog,
-                max_reply_bytes=config.max_reply_bytes,
-            )
-        except Exception as exc:
-            error = self._start_error(exc)
-            self._release_stderr()
-            raise error from exc
-        self._task = asyncio.get_running_loop().create_task(self._own(client))
-        ready = asyncio.ensure_future(self._ready.wait())
-        try:
-            done, _ = await asyncio.wait(
-                {ready, self._task},
-                timeout=config.startup_timeout,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-        except asyncio.CancelledError:
-            # The caller gave up (a loop timeout, Ctrl-C): stop the half-started server too.
-            self.process.kill()
-            ready.cancel()
-            self._task.cancel()
-            self._task.add_done_callback(lambda _task: self._release_stderr())
-            raise
-        if ready in done and not self._task.done():
-            return
-        ready.cancel()
-        if self._task in done:
-            failure = self._task.exception() or RuntimeError("the connection ended during startup")
-            error = self._start_error(failure)
-            await self.close()
-            raise error from failure
-        timeout = TimeoutError(f"no handshake within {config.startup_timeout:g}s")
-        # A server stuck in its handshake gets no grace period: kill it now, then wind down.
-        self.process.kill()
-        await self.close(keep_stderr=True)  # stop the process first: its stderr is then complete
-        error = self._start_error(timeout)
-        self._release_stderr()
-        raise error
-
-    async def _own(self, client: Any) -> None:
-        async with client:
-            self.client = client
-            self._ready.set()
-            await self._stop.wait()
-
-    def _start_error(self, exc: BaseException) -> MCPError:
-        leaf = _leaf_exception(exc)
-        if isinstance(leaf, FileNotFoundError):
-            reason = f"command not found: {self.config.command!r}"
-        else:
-            reason = f"{type(leaf).__name__}: {leaf}"
-        message = f"MCP server {self.config.label!r} failed to start: {reason}"
-        stderr = self.stderr_tail()
-        if stderr:
-            message += f"\n--- server stderr ---\n{stderr}"
-        return MCPError(message)
-
-    def _release_stderr(self) -> None:
-        with contextlib.suppress(OSError):
-            self.errlog.close()
-
-    async def close(self, *, keep_stderr: bool = False) -> None:
-        """Stop the server; never raises (a broken connection is closed as best it can be)."""
-        self._stop.set()
-        task, self._task = self._task, None
-        if task is not None:
-            if not task.done() and not self._ready.is_set():
-                task.cancel()  # still in the handshake: there is no session to end politely
-            # The SDK bounds its own shutdown (stdin close, SIGTERM, SIGKILL: ~6 s at most);
-            # asyncio.wait neither raises the task's error nor cancels it on our cancellation.
-            await asyncio.wait({task}, timeout=15)
-            if not task.done():
-                task.cancel()
-            elif not task.cancelled():
-                task.exception()  # retrieved: a failed connection is reported elsewhere
-        self.client = None
-        if not keep_stderr:
-            self._release_stderr()
-
-
-def _leaf_exception(exc: BaseException) -> BaseException:
-    """The first non-group exception inside (nested) exception groups."""
-    # Duck-typed: BaseExceptionGroup is a builtin only from Python 3.11.
-    while isinstance(getattr(exc, "exceptions", None), tuple) and exc.exceptions:  # type: ignore[attr-defined]
-        exc = exc.exceptions[0]  # type: ignore[attr-defined]
-    return exc
 
 
 class MCPToolExecutor(MCPResources, MCPExecutorBase):
@@ -187,14 +40,18 @@ class MCPToolExecutor(MCPResources, MCPExecutorBase):
     The tool list is fetched once and cached; :meth:`refresh_tools` fetches it again. Tools whose
     advertised input schema is not valid JSON Schema are left out of :meth:`list_tools` and
     recorded in :attr:`rejected_tools` (name -> reason); calls to them fail with that reason.
+
+    ``handlers`` answer what the server asks of the client (sampling, elicitation, roots) and
+    receive its progress reports; see :class:`MCPHandlers`.
     """
 
-    def __init__(self, config: MCPServerConfig) -> None:
+    def __init__(self, config: MCPServerConfig, *, handlers: MCPHandlers | None = None) -> None:
         self.config = config
+        self.handlers = handlers
         self.rejected_tools: dict[str, str] = {}
         self._malformed: dict[str, str] = {}
-        self._connection: _Connection | None = None
-        self._opening: _Connection | None = None
+        self._connection: Connection | None = None
+        self._opening: Connection | None = None
         self._connect_lock: asyncio.Lock | None = None
         self._tools: tuple[ToolDefinition, ...] | None = None
         self._by_name: dict[str, ToolDefinition] = {}
@@ -245,7 +102,7 @@ class MCPToolExecutor(MCPResources, MCPExecutorBase):
             return None
         return str(connection.client.protocol_version)
 
-    async def _ensure_connection(self) -> _Connection:
+    async def _ensure_connection(self) -> Connection:
         if self._connect_lock is None:
             self._connect_lock = asyncio.Lock()
         async with self._connect_lock:
@@ -257,7 +114,7 @@ class MCPToolExecutor(MCPResources, MCPExecutorBase):
                 self._connection = None
                 await connection.close()
                 self._restarts += 1
-            fresh = _Connection(self.config)
+            fresh = Connection(self.config, self.handlers)
             self._opening = fresh
             try:
                 await fresh.open()
@@ -333,7 +190,7 @@ class MCPToolExecutor(MCPResources, MCPExecutorBase):
         self.rejected_tools = rejected
         return self._tools
 
-    async def _fetch_all_tools(self, connection: _Connection) -> list[Any]:
+    async def _fetch_all_tools(self, connection: Connection) -> list[Any]:
         """Every advertised tool; malformed entries go to ``self._malformed`` one by one."""
         from tooluse.execution.mcp import sdk as mcp_sdk
 
@@ -415,9 +272,12 @@ class MCPToolExecutor(MCPResources, MCPExecutorBase):
         arguments = check_arguments(definition, call.arguments) if validate else call.arguments
         remote_name = str(definition.metadata.get("mcp_name", call.name))
         seconds = timeout if timeout is not None else self.config.timeout
+        from tooluse.execution.mcp.server_answers import progress_callback
+
+        on_progress = progress_callback(self.handlers, self.config.label, call)
         try:
             result = await connection.client.call_tool(
-                remote_name, arguments, read_timeout_seconds=seconds
+                remote_name, arguments, read_timeout_seconds=seconds, progress_callback=on_progress
             )
         except mcp_sdk.SDKError as exc:
             if exc.code == mcp_sdk.REQUEST_TIMEOUT:
@@ -435,8 +295,11 @@ class MCPToolExecutor(MCPResources, MCPExecutorBase):
             ) from exc
         except (RuntimeError, ValueError) as exc:
             # pydantic's ValidationError is a ValueError: the reply did not match the protocol;
-            # RuntimeError: structured content that contradicts the tool's output schema.
-            raise MCPError(f"MCP server sent a malformed result for {call.name!r}: {exc}") from exc
+            # RuntimeError: the SDK's output-schema check, or a server that kept asking for input.
+            text, metadata = result_problem(exc, call.name, definition)
+            error = MCPError(text)
+            error.mcp_metadata = metadata  # type: ignore[attr-defined]
+            raise error from exc
         return mcp_sdk.tool_result_from_mcp(
             call.id, call.name, result, max_output_chars=self.config.max_output_chars
         )
@@ -472,10 +335,13 @@ class MCPToolset(MCPExecutorBase):
 
     Servers start concurrently. Tool names must be unique across servers (use
     ``MCPServerConfig.tool_prefix``); a clash raises :class:`ToolDefinitionError` naming both.
+    ``handlers`` serve every server (each request names its server).
     """
 
-    def __init__(self, configs: Iterable[MCPServerConfig]) -> None:
-        self._members = [_Member(MCPToolExecutor(config)) for config in configs]
+    def __init__(
+        self, configs: Iterable[MCPServerConfig], *, handlers: MCPHandlers | None = None
+    ) -> None:
+        self._members = [_Member(MCPToolExecutor(c, handlers=handlers)) for c in configs]
         if not self._members:
             raise ValueError("MCPToolset needs at least one MCPServerConfig")
         self._route: dict[str, _Member] = {}
@@ -488,12 +354,14 @@ class MCPToolset(MCPExecutorBase):
         *,
         prefix_with_name: bool = True,
         timeout: float | None = None,
+        handlers: MCPHandlers | None = None,
     ) -> MCPToolset:
         """A toolset from ``mcpServers`` JSON (mapping, text or file; see ``load_mcp_servers``).
 
         Tools are prefixed with ``<server name>_`` unless ``prefix_with_name=False``.
         """
-        return cls(load_mcp_servers(source, prefix_with_name=prefix_with_name, timeout=timeout))
+        configs = load_mcp_servers(source, prefix_with_name=prefix_with_name, timeout=timeout)
+        return cls(configs, handlers=handlers)
 
     @property
     def executors(self) -> tuple[MCPToolExecutor, ...]:

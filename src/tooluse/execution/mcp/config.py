@@ -14,14 +14,53 @@ The package's leaf: the other MCP modules build on these types, this module on n
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["MCPServerConfig", "load_mcp_servers"]
+__all__ = ["MCPOAuth", "MCPServerConfig", "load_mcp_servers"]
+
+_REVISION = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MCPOAuth:
+    """OAuth 2.1 for an HTTP server (authorization code with PKCE; the SDK's OAuth client).
+
+    On the first connection the client registers itself with the server's authorization
+    server, the user approves in a browser, and the authorization server redirects to a
+    one-shot listener on ``http://127.0.0.1:PORT/callback``. Tokens (and the registration) are
+    kept in ``token_dir`` (default: the user's data dir, ``tooluse/mcp-oauth``), one file per
+    server URL readable by the user only (mode 0600), and refreshed when they expire.
+
+    - ``scopes``: the scopes to ask for (none: the server's default);
+    - ``redirect_port``: the listener's port (0: a free one, then the same once registered);
+    - ``on_authorize``: called with the authorization URL instead of printing it and opening
+      the browser (``open_browser=False`` only prints it); may be async;
+    - ``callback_timeout``: seconds to wait for the user's approval (added to the server's
+      ``startup_timeout``).
+    """
+
+    token_dir: str | Path | None = None
+    client_name: str = "tooluse"
+    scopes: tuple[str, ...] = ()
+    redirect_port: int = 0
+    open_browser: bool = True
+    on_authorize: Callable[[str], Any] | None = field(default=None, compare=False)
+    callback_timeout: float = 300.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.scopes, str):
+            raise ValueError("MCPOAuth.scopes must be a sequence of strings, not one string")
+        object.__setattr__(self, "scopes", tuple(self.scopes))
+        if not 0 <= self.redirect_port < 65536:
+            raise ValueError("MCPOAuth.redirect_port must be between 0 and 65535")
+        if not self.callback_timeout > 0:
+            raise ValueError("MCPOAuth.callback_timeout must be positive")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,7 +82,13 @@ class MCPServerConfig:
     - ``max_output_chars``: a tool result's text is cut to this many characters, with a marker,
       like a local tool's output;
     - ``max_reply_bytes``: a stdio server's reply longer than this is dropped as it arrives
-      and its request fails with that reason (``None``: the SDK's own, unbounded reader).
+      and its request fails with that reason (``None``: the SDK's own, unbounded reader);
+    - ``oauth``: an :class:`MCPOAuth` signs in to an HTTP server with OAuth 2.1;
+    - ``protocol``: ``"auto"`` negotiates the protocol revision (2026-07-28 with current
+      servers, the 2025-11-25 handshake with older ones); ``"2025-11-25"`` always uses the
+      handshake, which servers need that send sampling, elicitation or roots requests in the
+      middle of a call (2026-07-28 has no such requests: it asks through ``input_required``
+      results instead); ``"2026-07-28"`` adopts that revision without probing.
 
     ``env`` is added to a small safe default environment (``PATH``, ``HOME``...), as the SDK does.
     """
@@ -62,6 +107,8 @@ class MCPServerConfig:
     name: str | None = None
     max_output_chars: int = 20_000
     max_reply_bytes: int | None = 16 * 1024 * 1024
+    protocol: str = "auto"
+    oauth: MCPOAuth | None = None
     server: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -85,6 +132,8 @@ class MCPServerConfig:
             raise ValueError("args=, env= and cwd= apply only to command= servers")
         if self.url is None and self.headers:
             raise ValueError("headers= applies only to url= servers")
+        if self.url is None and self.oauth is not None:
+            raise ValueError("oauth= applies only to url= servers")
         for label in ("timeout", "startup_timeout"):
             if not getattr(self, label) > 0:
                 raise ValueError(f"MCPServerConfig.{label} must be positive")
@@ -92,6 +141,11 @@ class MCPServerConfig:
             raise ValueError("MCPServerConfig.max_output_chars must be at least 1")
         if self.max_reply_bytes is not None and self.max_reply_bytes < 1024:
             raise ValueError("MCPServerConfig.max_reply_bytes must be at least 1024 (or None)")
+        if self.protocol != "auto" and not _REVISION.fullmatch(self.protocol):
+            raise ValueError(
+                "MCPServerConfig.protocol must be 'auto' or a protocol revision such as "
+                f"'2025-11-25', got {self.protocol!r}"
+            )
 
     @property
     def label(self) -> str:
@@ -131,6 +185,7 @@ class _ServerEntry(BaseModel):
     headers: dict[str, str] | None = None
     type: Literal["stdio", "http", "streamable-http", "streamableHttp", "sse"] | None = None
     timeout: float | None = None
+    protocol: str | None = None  # tooluse's own key (MCPServerConfig.protocol)
 
 
 def load_mcp_servers(
@@ -171,6 +226,8 @@ def load_mcp_servers(
             )
         seconds = entry.timeout if entry.timeout is not None else timeout
         extra: dict[str, Any] = {"timeout": seconds} if seconds is not None else {}
+        if entry.protocol is not None:
+            extra["protocol"] = entry.protocol
         try:
             configs.append(
                 MCPServerConfig(

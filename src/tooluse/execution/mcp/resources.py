@@ -17,7 +17,14 @@ from tooluse.errors import MCPError
 from tooluse.media import File, Image, MediaError, MediaPart
 from tooluse.messages import ChatMessage
 
-__all__ = ["MCPPrompt", "MCPResource", "MCPResources", "prompt_messages", "resource_parts"]
+__all__ = [
+    "MCPPrompt",
+    "MCPResource",
+    "MCPResourceTemplate",
+    "MCPResources",
+    "prompt_messages",
+    "resource_parts",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,6 +32,16 @@ class MCPResource:
     """One resource a server lists."""
 
     uri: str
+    name: str
+    description: str = ""
+    mime_type: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MCPResourceTemplate:
+    """A family of resources a server lists as a URI template (``notes://day/{day}``)."""
+
+    uri_template: str
     name: str
     description: str = ""
     mime_type: str | None = None
@@ -112,6 +129,28 @@ class MCPResources:
                     mime_type=r.mime_type,
                 )
                 for r in page.resources
+            )
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return tuple(found)
+
+    async def list_resource_templates(self) -> tuple[MCPResourceTemplate, ...]:
+        """The server's resource templates (every page); read one with a filled-in URI."""
+        client = (await self._ensure_connection()).client
+        found: list[MCPResourceTemplate] = []
+        cursor: str | None = None
+        for _ in range(1000):  # a server that pages forever must not hang us
+            request = client.list_resource_templates(cursor=cursor)
+            page = await self._ask("list its resource templates", request)
+            found.extend(
+                MCPResourceTemplate(
+                    uri_template=t.uri_template,
+                    name=t.name,
+                    description=t.description or "",
+                    mime_type=t.mime_type,
+                )
+                for t in page.resource_templates
             )
             cursor = page.next_cursor
             if not cursor:

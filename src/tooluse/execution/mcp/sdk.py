@@ -3,6 +3,8 @@
 Supported SDK: ``mcp`` 2.x (tested with 2.3), whose results use snake_case fields
 (``input_schema``, ``structured_content``, ``is_error``) and whose ``Client`` negotiates the
 protocol version itself (``server/discover`` first, then the classic ``initialize`` handshake).
+The newest protocol revision it speaks is :data:`LATEST_PROTOCOL_VERSION` (the SDK's
+``mcp.types.LATEST_PROTOCOL_VERSION``: 2026-07-28 with mcp 2.3).
 Everything else in tooluse reaches the SDK through this module, so ``import tooluse`` never
 imports ``mcp`` and a missing SDK raises :class:`~tooluse.errors.MissingDependencyError`.
 
@@ -18,10 +20,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import os
-import re
-import signal
-import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TextIO
 
@@ -35,27 +33,34 @@ from tooluse.tools.definition import TOOL_NAME_PATTERN, ToolDefinition, sanitize
 try:
     import mcp_types
     from mcp import Client, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+    from mcp.client.stdio import get_default_environment, stdio_client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError as SDKError
     from mcp.shared.message import SessionMessage
+    from mcp.shared.uri_template import UriTemplate
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("mcp", "mcp") from exc
 
 __all__ = [
     "CONNECTION_CLOSED",
+    "LATEST_PROTOCOL_VERSION",
     "REQUEST_TIMEOUT",
     "Client",
     "SDKError",
     "Server",
-    "bounded_stdio_transport",
+    "SessionMessage",
+    "UriTemplate",
     "build_server",
     "call_tool_result_from_output",
     "connection_lost",
     "describe_content_block",
+    "get_default_environment",
     "list_tools_page",
     "mcp_tool_from_definition",
+    "mcp_types",
+    "oauth_parts",
     "open_client",
     "sdk_version",
     "serve_http",
@@ -68,6 +73,7 @@ __all__ = [
 
 CONNECTION_CLOSED: int = mcp_types.CONNECTION_CLOSED
 REQUEST_TIMEOUT: int = mcp_types.REQUEST_TIMEOUT
+LATEST_PROTOCOL_VERSION: str = mcp_types.LATEST_PROTOCOL_VERSION
 
 # Annotation fields of the SDK (snake_case in v2) mapped to the wire names other tools expect.
 _ANNOTATION_WIRE_NAMES = {
@@ -77,6 +83,30 @@ _ANNOTATION_WIRE_NAMES = {
     "idempotent_hint": "idempotentHint",
     "open_world_hint": "openWorldHint",
 }
+
+
+def oauth_parts() -> Any:
+    """The SDK's OAuth client parts, imported on first use: ``OAuthClientProvider``,
+    ``OAuthClientMetadata``, ``OAuthToken``, ``OAuthClientInformationFull``,
+    ``AuthorizationCodeResult`` and ``OAuthFlowError``."""
+    from types import SimpleNamespace
+
+    from mcp.client.auth import OAuthClientProvider, OAuthFlowError
+    from mcp.shared.auth import (
+        AuthorizationCodeResult,
+        OAuthClientInformationFull,
+        OAuthClientMetadata,
+        OAuthToken,
+    )
+
+    return SimpleNamespace(
+        OAuthClientProvider=OAuthClientProvider,
+        OAuthClientMetadata=OAuthClientMetadata,
+        OAuthToken=OAuthToken,
+        OAuthClientInformationFull=OAuthClientInformationFull,
+        AuthorizationCodeResult=AuthorizationCodeResult,
+        OAuthFlowError=OAuthFlowError,
+    )
 
 
 def sdk_version() -> str:
@@ -93,6 +123,7 @@ def sdk_version() -> str:
 def open_client(  # noqa: PLR0913 - the client's settings, all keyword-only
     *,
     server: Any = None,
+    transport: Any = None,
     command: str | None,
     args: tuple[str, ...],
     env: dict[str, str] | None,
@@ -101,262 +132,49 @@ def open_client(  # noqa: PLR0913 - the client's settings, all keyword-only
     headers: dict[str, str] | None,
     timeout: float,
     errlog: TextIO,
-    max_reply_bytes: int | None = None,
+    protocol: str = "auto",
+    callbacks: dict[str, Any] | None = None,
+    http_auth: Any = None,
 ) -> Any:
     """An un-entered SDK ``Client`` for an in-process server, a stdio command or an HTTP URL.
 
-    The server's stderr goes to ``errlog`` (a real file) so that startup failures can quote it.
-    With ``max_reply_bytes``, a stdio server's replies are read by
-    :func:`bounded_stdio_transport` (replies over the limit answer their request with an
-    error); without it, by the SDK's own ``stdio_client``.
+    ``transport`` (streams already set up, such as the bounded stdio transport) wins over
+    ``command``, which otherwise starts with the SDK's own ``stdio_client``; the server's stderr
+    goes to ``errlog`` (a real file) so that startup failures can quote it. ``protocol`` is
+    ``"auto"`` or a revision (a handshake-era one means the ``initialize`` handshake);
+    ``callbacks`` are the Client's sampling, elicitation and roots keywords; ``http_auth``
+    an ``httpx2.Auth`` for an HTTP server (the OAuth provider).
     """
-    transport: Any
     if server is not None:
         transport = server  # the SDK connects to a Server/MCPServer object in process
+    elif transport is not None:
+        pass
     elif url is not None:
-        if headers:
-            transport = _http_transport_with_headers(url, dict(headers))
+        if headers or http_auth is not None:
+            transport = _http_transport_with_headers(url, dict(headers or {}), http_auth)
         else:
             transport = streamable_http_client(url)
     else:
         assert command is not None
-        if max_reply_bytes is None or sys.platform == "win32":
-            params = StdioServerParameters(command=command, args=list(args), env=env, cwd=cwd)
-            transport = stdio_client(params, errlog=errlog)
-        else:
-            transport = bounded_stdio_transport(
-                [command, *args], env=env, cwd=cwd, errlog=errlog, max_reply_bytes=max_reply_bytes
-            )
-    return Client(transport, read_timeout_seconds=timeout)
-
-
-# The SDK's stdio reader joins the pending text to each new 64 KB chunk before splitting it, so
-# one long reply line costs time quadratic in its length (30 MB: tens of seconds) and is kept
-# whole. This transport reads stdout in one linear pass and drops any line longer than
-# ``max_reply_bytes`` as it arrives, answering its request with an error instead.
-_REPLY_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
-_TOO_LARGE = -32603  # JSON-RPC "internal error": the reply could not be taken
-
-
-def _parse_reply(line: bytes) -> Any:
-    try:
-        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except ValueError as exc:  # the session surfaces it (and logs it)
-        if "recursion limit" in str(exc):
-            return _parse_deep_reply(line, exc)
-        return exc
-
-
-def _parse_deep_reply(line: bytes, exc: ValueError) -> Any:
-    """A reply nested deeper than pydantic's JSON parser goes (about 200 levels).
-
-    Dropping it would leave its request waiting until the timeout: a tool listing with one
-    deeply nested schema would fail as a whole. Python's parser reads it (the message's own
-    fields are shallow; the depth sits in values such as one tool's schema, checked and
-    rejected on its own later); a reply too deep even for that answers its request with an
-    error at once.
-    """
-    import json
-
-    try:
-        data = json.loads(line)
-    except RecursionError:
-        return _error_for(line[:512], "the server's reply is nested too deeply to be read")
-    except ValueError:
-        return exc
-    try:
-        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(data))
-    except (ValueError, RecursionError):
-        return exc
-
-
-def _error_for(head: bytes, message: str) -> Any:
-    """A JSON-RPC error answering the request whose reply begins with ``head`` (by its id)."""
-    found = _REPLY_ID.search(head)
-    if found is None:
-        return ValueError(message)
-    import json
-
-    error = mcp_types.JSONRPCError(
-        jsonrpc="2.0",
-        id=json.loads(found.group(1)),
-        error=mcp_types.ErrorData(code=_TOO_LARGE, message=message),
-    )
-    return SessionMessage(error)
-
-
-def _oversized_reply(head: bytes, size: int, limit: int) -> Any:
-    """An error answering the request whose reply was too large (found by the id it begins with)."""
-    message = (
-        f"the server's reply was {size:,} bytes, over the {limit:,}-byte limit; it was dropped"
-    )
-    return _error_for(head, message)
-
-
-class _ReplyLines:
-    """Splits a server's stdout into lines, keeping at most ``max_reply_bytes`` of each (the
-    first 512 bytes of a longer one, for its error) so a huge reply never fills memory."""
-
-    def __init__(self, max_reply_bytes: int) -> None:
-        self.max_reply_bytes = max_reply_bytes
-        self._parts: list[bytes] = []
-        self._size = 0
-        self._head = b""
-
-    def feed(self, chunk: bytes) -> list[Any]:
-        """The messages of the lines ``chunk`` completes (blank lines give none)."""
-        items: list[Any] = []
-        start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            piece = chunk[start:] if end < 0 else chunk[start:end]
-            if self._size <= self.max_reply_bytes:
-                self._parts.append(piece)
-                if self._size + len(piece) > self.max_reply_bytes:  # stop keeping this line
-                    self._head, self._parts = b"".join(self._parts)[:512], []
-            self._size += len(piece)
-            if end < 0:
-                return items
-            start = end + 1
-            item = self._line_item()
-            if item is not None:
-                items.append(item)
-
-    def _line_item(self) -> Any:
-        line = b"".join(self._parts)
-        if self._size > self.max_reply_bytes:
-            item = _oversized_reply(self._head, self._size, self.max_reply_bytes)
-        else:
-            item = _parse_reply(line) if line.strip() else None
-        self._parts, self._size, self._head = [], 0, b""
-        return item
-
-
-def _closed_errors() -> tuple[type[BaseException], ...]:
-    import anyio
-
-    return (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
-
-
-async def _read_replies(process: Any, read_send: Any, max_reply_bytes: int) -> None:
-    """Pass the server's replies to the session; once it stops listening, keep draining so
-    that the server never blocks on a full pipe."""
-    assert process.stdout is not None
-    closed = _closed_errors()
-    lines = _ReplyLines(max_reply_bytes)
-    listening = True
-    async with read_send:
-        try:
-            async for chunk in process.stdout:
-                for item in lines.feed(chunk):
-                    if not listening:
-                        continue
-                    try:
-                        await read_send.send(item)
-                    except closed:
-                        listening = False
-        except closed:
-            pass
-
-
-async def _write_requests(process: Any, write_recv: Any, read_send: Any, done: Any) -> None:
-    """Send the session's messages to the server's stdin, one JSON line each."""
-    assert process.stdin is not None
-    try:
-        async with write_recv:
-            async for message in write_recv:
-                text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await process.stdin.send((text + "\n").encode())
-    except _closed_errors():
-        await read_send.aclose()  # the server is gone: let the session see it
-    finally:
-        done.set()
-
-
-async def _exited(process: Any, seconds: float) -> bool:
-    import anyio
-
-    # Polled: waiting on the process would also wait for its pipes, which a child it left
-    # behind may hold open.
-    with anyio.move_on_after(seconds):
-        while process.returncode is None:  # noqa: ASYNC110
-            await anyio.sleep(0.01)
-    return process.returncode is not None
-
-
-def _signal_group(process: Any, number: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, number)
-
-
-async def _shut_down(process: Any, write_send: Any, writer_done: Any) -> None:
-    """The MCP order: close stdin, wait 2 s, SIGTERM the group, wait 2 s, SIGKILL."""
-    import anyio
-
-    closed = _closed_errors()
-    write_send.close()
-    with anyio.move_on_after(0.5):
-        await writer_done.wait()
-    with contextlib.suppress(*closed):
-        await process.stdin.aclose()
-    if not await _exited(process, 2.0):
-        _signal_group(process, signal.SIGTERM)
-        if not await _exited(process, 2.0):
-            _signal_group(process, signal.SIGKILL)
-            await _exited(process, 2.0)
-    with contextlib.suppress(*closed):
-        await process.stdout.aclose()
+        params = StdioServerParameters(command=command, args=list(args), env=env, cwd=cwd)
+        transport = stdio_client(params, errlog=errlog)
+    mode = "legacy" if protocol in HANDSHAKE_PROTOCOL_VERSIONS else protocol
+    return Client(transport, read_timeout_seconds=timeout, mode=mode, **(callbacks or {}))
 
 
 @contextlib.asynccontextmanager
-async def bounded_stdio_transport(
-    argv: list[str],
-    *,
-    env: dict[str, str] | None,
-    cwd: str | None,
-    errlog: TextIO,
-    max_reply_bytes: int,
+async def _http_transport_with_headers(
+    url: str, headers: dict[str, str], auth: Any = None
 ) -> AsyncIterator[Any]:
-    """A stdio server as SDK transport streams, its replies read linearly and bounded.
-
-    The server runs in a new session (its process group is killed as a whole); shutdown
-    follows the MCP order: close stdin, wait 2 s, SIGTERM the group, wait 2 s, SIGKILL.
-    """
-    import anyio
-    from mcp.client.stdio import get_default_environment
-
-    process = await anyio.open_process(
-        argv,
-        env={**get_default_environment(), **(env or {})},
-        stderr=errlog,
-        cwd=cwd,
-        start_new_session=True,
-    )
-    read_send, read_recv = anyio.create_memory_object_stream[Any](0)
-    write_send, write_recv = anyio.create_memory_object_stream[Any](0)
-    writer_done = anyio.Event()
-    async with anyio.create_task_group() as group:
-        group.start_soon(_read_replies, process, read_send, max_reply_bytes)
-        group.start_soon(_write_requests, process, write_recv, read_send, writer_done)
-        try:
-            yield read_recv, write_send
-        finally:
-            with anyio.CancelScope(shield=True):
-                await _shut_down(process, write_send, writer_done)
-                read_recv.close()
-            group.cancel_scope.cancel()
-
-
-@contextlib.asynccontextmanager
-async def _http_transport_with_headers(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
-    """Streamable HTTP with extra headers; the HTTP client we create is closed with it."""
+    """Streamable HTTP with extra headers (and ``auth``); the HTTP client we create is closed
+    with it."""
     import httpx2  # the SDK's own HTTP client; a dependency of mcp 2.x
 
     # The SDK's defaults: a long read timeout, since a server may hold a response stream open
     # (per-call timeouts are enforced by the client session, not by HTTP reads).
     timeout = httpx2.Timeout(30.0, read=300.0)
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout) as http_client,
+        httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth) as http_client,
         streamable_http_client(url, http_client=http_client) as streams,
     ):
         yield streams
@@ -631,11 +449,13 @@ def build_server(
     run_tool: Callable[[str, dict[str, Any]], Any],
     *,
     version: str = "",
+    handlers: dict[str, Any] | None = None,
 ) -> Any:
     """A low-level MCP ``Server`` that lists ``definitions`` and answers calls with ``run_tool``.
 
     ``run_tool(name, arguments)`` is awaited and must return a :class:`ToolResult`; unknown
     names are answered with the JSON-RPC "invalid params" error, as the protocol asks.
+    ``handlers`` are more ``Server`` keywords (the resource and prompt handlers).
     """
     by_name = {definition.name: definition for definition in definitions}
     tools = [mcp_tool_from_definition(definition) for definition in definitions]
@@ -654,13 +474,11 @@ def build_server(
         definition = by_name.get(tool_name)
         return None if definition is None else definition.parameters_schema
 
-    return Server(
-        name,
-        version=version,
-        get_tool_input_schema=input_schema,
-        on_list_tools=on_list_tools,
-        on_call_tool=on_call_tool,
-    )
+    options: dict[str, Any] = {"version": version, "get_tool_input_schema": input_schema}
+    if definitions:
+        options.update(on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    options.update(handlers or {})
+    return Server(name, **options)
 
 
 def connection_lost(exc: Any, client: Any) -> bool:

@@ -1,15 +1,18 @@
-"""Serve tooluse tools as an MCP server (stdio or streamable HTTP), for any MCP client.
+"""Serve tooluse tools, resources and prompts as an MCP server (stdio or streamable HTTP).
 
 ::
 
-    server = MCPToolServer([get_weather, add], name="my-tools")
+    server = MCPToolServer([get_weather, add], name="my-tools", resources=[today])
     server.run()                                  # stdio
     server.run(transport="http", port=8765)       # http://127.0.0.1:8765/mcp
 
 Calls are validated and run by tooluse's own :class:`~tooluse.execution.local.AsyncToolExecutor`
 (so argument checking, timeouts and error texts match the tool loop); a failed call is
 answered with ``isError: true`` and the error text, an unknown tool with the JSON-RPC
-"invalid params" error. ``tooluse mcp serve module.py`` builds one from a module's tools.
+"invalid params" error. Resources and prompts are functions declared with
+:func:`~tooluse.execution.mcp.served.mcp_resource` and
+:func:`~tooluse.execution.mcp.served.mcp_prompt`. ``tooluse mcp serve module.py`` builds a
+server from what a module declares (:func:`load_module_offer`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import importlib
 import importlib.util
 import inspect
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
@@ -26,23 +30,45 @@ from typing import Any, Literal
 from tooluse.errors import ToolDefinitionError
 from tooluse.execution.base import ToolsArg
 from tooluse.execution.local import AsyncToolExecutor
+from tooluse.execution.mcp.served import ServedPrompt, ServedResource, served_declaration
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 
-__all__ = ["MCPToolServer", "load_module_tools"]
+__all__ = ["MCPToolServer", "ModuleOffer", "load_module_offer", "load_module_tools"]
+
+
+def _declared(values: Iterable[Any], kind: type, label: str) -> tuple[Any, ...]:
+    """Resources (or prompts): :class:`ServedResource` objects or decorated functions."""
+    found = []
+    for value in values:
+        declared = served_declaration(value)
+        if not isinstance(declared, kind):
+            raise ToolDefinitionError(
+                f"{value!r} is not a served {label}: declare it with @mcp_{label}"
+            )
+        found.append(declared)
+    keys = [getattr(item, "uri" if label == "resource" else "name") for item in found]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ToolDefinitionError(f"more than one {label} is served as {', '.join(repeated)}")
+    return tuple(found)
 
 
 class MCPToolServer:
-    """tooluse tools behind the MCP protocol.
+    """tooluse tools (and resources and prompts) behind the MCP protocol.
 
     ``tools`` is anything the tool loop accepts (functions, ``@tool`` objects, ToolDefinitions
     with a ``function``, or ``{name: function}``); ``timeout`` bounds each call in seconds.
+    ``resources`` and ``prompts`` are functions declared with ``@mcp_resource`` and
+    ``@mcp_prompt`` (or :class:`ServedResource` / :class:`ServedPrompt` objects).
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the server's parts and settings, all keyword-only
         self,
-        tools: ToolsArg,
+        tools: ToolsArg = (),
         *,
+        resources: Sequence[Any] = (),
+        prompts: Sequence[Any] = (),
         name: str = "tooluse",
         version: str = "",
         timeout: float | None = 60.0,
@@ -51,8 +77,12 @@ class MCPToolServer:
         self.version = version
         self._executor = AsyncToolExecutor(tools, timeout=timeout)
         self.definitions: tuple[ToolDefinition, ...] = tuple(self._executor.definitions)
-        if not self.definitions:
-            raise ToolDefinitionError("an MCP server needs at least one tool")
+        self.resources: tuple[ServedResource, ...] = _declared(
+            resources, ServedResource, "resource"
+        )
+        self.prompts: tuple[ServedPrompt, ...] = _declared(prompts, ServedPrompt, "prompt")
+        if not (self.definitions or self.resources or self.prompts):
+            raise ToolDefinitionError("an MCP server needs at least one tool, resource or prompt")
 
     async def run_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run one call exactly as the tool loop would; always one ToolResult."""
@@ -61,9 +91,14 @@ class MCPToolServer:
     def lowlevel_server(self) -> Any:
         """The SDK ``Server`` object (for mounting in another ASGI app, or in-process tests)."""
         from tooluse.execution.mcp import sdk as mcp_sdk
+        from tooluse.execution.mcp.served_handlers import served_handlers
 
         return mcp_sdk.build_server(
-            self.name, list(self.definitions), self.run_tool, version=self.version
+            self.name,
+            list(self.definitions),
+            self.run_tool,
+            version=self.version,
+            handlers=served_handlers(self.resources, self.prompts),
         )
 
     async def serve_stdio(self) -> None:
@@ -143,14 +178,18 @@ def _is_declared_tool(value: Any) -> bool:
     return isinstance(getattr(value, TOOL_ATTRIBUTE, None), ToolDefinition)
 
 
-def load_module_tools(target: str) -> ToolsArg:
-    """The tools a module offers, for serving.
+@dataclass(frozen=True, kw_only=True)
+class ModuleOffer:
+    """What a module offers to serve: its tools, resources and prompts."""
 
-    In order of preference: the module's ``TOOLS`` (or ``__tools__``) sequence or mapping;
-    else its ``@tool``-decorated objects and ToolDefinitions; else the public functions
-    defined in the module itself (not imported ones).
-    """
-    module = _import_module(target)
+    tools: ToolsArg
+    resources: tuple[ServedResource, ...] = ()
+    prompts: tuple[ServedPrompt, ...] = ()
+
+
+def _module_tools(module: ModuleType) -> ToolsArg:
+    """The module's ``TOOLS`` (or ``__tools__``); else its ``@tool`` objects and
+    ToolDefinitions; else the public functions defined in it that serve no resource or prompt."""
     for attribute in ("TOOLS", "__tools__"):
         declared = getattr(module, attribute, None)
         if isinstance(declared, Mapping):
@@ -161,13 +200,54 @@ def load_module_tools(target: str) -> ToolsArg:
     decorated = [value for value in public.values() if _is_declared_tool(value)]
     if decorated:
         return decorated
-    functions = [
+    return [
         value
         for value in public.values()
-        if inspect.isfunction(value) and value.__module__ == module.__name__
+        if inspect.isfunction(value)
+        and value.__module__ == module.__name__
+        and served_declaration(value) is None
     ]
-    if not functions:
+
+
+def _module_served(module: ModuleType, attribute: str, kind: type) -> list[Any]:
+    """The module's ``RESOURCES`` (or ``PROMPTS``) sequence, else its decorated functions."""
+    listed = getattr(module, attribute, None)
+    if isinstance(listed, Sequence) and not isinstance(listed, str):
+        return list(listed)
+    public = [value for name, value in vars(module).items() if not name.startswith("_")]
+    return [value for value in public if isinstance(served_declaration(value), kind)]
+
+
+def load_module_offer(target: str) -> ModuleOffer:
+    """The tools, resources and prompts a module (a ``.py`` file or a dotted name) declares.
+
+    Tools, in order of preference: the module's ``TOOLS`` (or ``__tools__``) sequence or
+    mapping; else its ``@tool``-decorated objects and ToolDefinitions; else the public functions
+    defined in the module itself (not imported ones, nor resources or prompts). Resources and
+    prompts: its ``RESOURCES`` / ``PROMPTS`` sequences, else its functions decorated with
+    ``@mcp_resource`` / ``@mcp_prompt``.
+    """
+    module = _import_module(target)
+    offer = ModuleOffer(
+        tools=_module_tools(module),
+        resources=_declared(
+            _module_served(module, "RESOURCES", ServedResource), ServedResource, "resource"
+        ),
+        prompts=_declared(_module_served(module, "PROMPTS", ServedPrompt), ServedPrompt, "prompt"),
+    )
+    if not (offer.tools or offer.resources or offer.prompts):
+        raise ToolDefinitionError(
+            f"{target} defines no tools, resources or prompts (no @tool objects, TOOLS, "
+            "functions, @mcp_resource or @mcp_prompt)"
+        )
+    return offer
+
+
+def load_module_tools(target: str) -> ToolsArg:
+    """The tools a module offers, for serving (see :func:`load_module_offer`)."""
+    tools = load_module_offer(target).tools
+    if not tools:
         raise ToolDefinitionError(
             f"{target} defines no tools (no @tool objects, TOOLS or functions)"
         )
-    return functions
+    return tools

@@ -16,10 +16,11 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from tooluse.errors import MCPError
-from tooluse.execution.base import AbstractToolExecutor, CancellationToken
+from tooluse.execution.base import AbstractToolExecutor, CancellationToken, current_call_token
 from tooluse.execution.mcp.client import MCPToolExecutor, MCPToolset
 from tooluse.execution.mcp.config import MCPServerConfig
-from tooluse.execution.mcp.resources import MCPPrompt, MCPResource
+from tooluse.execution.mcp.resources import MCPPrompt, MCPResource, MCPResourceTemplate
+from tooluse.execution.mcp.server_requests import MCPHandlers
 from tooluse.media import MediaPart
 from tooluse.messages import ChatMessage, ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
@@ -38,14 +39,23 @@ class SyncMCPToolExecutor(AbstractToolExecutor):
         with SyncMCPToolExecutor(config) as mcp:
             tools = mcp.list_tools()
             result = mcp.execute(ToolCall(name="get_current_time", arguments={"timezone": "UTC"}))
+
+    ``handlers`` (:class:`MCPHandlers`) answer the servers' sampling, elicitation and roots
+    requests and get their progress reports; they run on the facade's background loop (a
+    blocking handler in a worker thread).
     """
 
-    def __init__(self, config: MCPServerConfig | Iterable[MCPServerConfig]) -> None:
+    def __init__(
+        self,
+        config: MCPServerConfig | Iterable[MCPServerConfig],
+        *,
+        handlers: MCPHandlers | None = None,
+    ) -> None:
         self._inner: MCPToolExecutor | MCPToolset
         if isinstance(config, MCPServerConfig):
-            self._inner = MCPToolExecutor(config)
+            self._inner = MCPToolExecutor(config, handlers=handlers)
         else:
-            self._inner = MCPToolset(config)
+            self._inner = MCPToolset(config, handlers=handlers)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -104,12 +114,19 @@ class SyncMCPToolExecutor(AbstractToolExecutor):
                 self._loop, self._thread = loop, thread
             return self._loop
 
-    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+    def _run(self, coroutine: Coroutine[Any, Any, T], stop: CancellationToken | None = None) -> T:
+        """Run ``coroutine`` on the background loop; ``stop`` firing cancels it there."""
         loop = self._ensure_loop()
         if threading.current_thread() is self._thread:
             coroutine.close()
             raise MCPError("SyncMCPToolExecutor cannot be used from its own background loop")
         future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(coroutine, loop)
+
+        def cancel_request() -> None:  # the SDK tells the server the request is cancelled
+            future.cancel()
+
+        if stop is not None:
+            stop.add_callback(cancel_request)
         try:
             return future.result()
         except BaseException:
@@ -117,6 +134,9 @@ class SyncMCPToolExecutor(AbstractToolExecutor):
                 future.cancel()
                 self._inner.kill_servers()
             raise
+        finally:
+            if stop is not None:
+                stop.remove_callback(cancel_request)
 
     # -- tools and calls -----------------------------------------------------------------------
 
@@ -172,6 +192,10 @@ class SyncMCPToolExecutor(AbstractToolExecutor):
         """The server's resources."""
         return self._run(self._single().list_resources())
 
+    def list_resource_templates(self) -> tuple[MCPResourceTemplate, ...]:
+        """The server's resource templates."""
+        return self._run(self._single().list_resource_templates())
+
     def read_resource(self, uri: str) -> tuple[MediaPart, ...]:
         """A resource's contents: texts, images and files."""
         return self._run(self._single().read_resource(uri))
@@ -200,7 +224,9 @@ class SyncMCPToolExecutor(AbstractToolExecutor):
 
         def call_mcp_tool(**arguments: Any) -> ToolResult:
             call = ToolCall(name=name, arguments=arguments)
-            return self._run(inner.execute_async(call, validate=False))
+            # An executor that gives this call up (cancelled, timed out) fires the call token:
+            # the MCP request is cancelled too instead of running on.
+            return self._run(inner.execute_async(call, validate=False), current_call_token())
 
         call_mcp_tool.__name__ = name
         call_mcp_tool.__qualname__ = name
