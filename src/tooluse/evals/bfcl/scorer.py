@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from tooluse.evals.bfcl.checker import CheckResult, check_entry, checker_kind
-from tooluse.evals.bfcl.data import PYTHON_NOTE, BFCLEntry, tools_for_entry
+from tooluse.evals.bfcl.data import BFCLEntry, tools_for_entry
+from tooluse.evals.bfcl.java_js import function_doc_for_model, language_of
 from tooluse.loop import run
 from tooluse.messages import ChatMessage, ToolCall, Usage
 from tooluse.providers.base import (
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from tooluse.loop_core import RunResult
 
 __all__ = [
+    "BFCL_STYLE_PYTHON_ONLY",
     "BFCL_SYSTEM_PROMPT",
     "BFCLOptions",
     "bfcl_system_prompt",
@@ -109,10 +111,17 @@ class BFCLOptions:
 
 # -- BFCL's prompt style -----------------------------------------------------------------------
 
+#: Why the ``bfcl`` prompt style scores no Java or JavaScript entry.
+BFCL_STYLE_PYTHON_ONLY = (
+    "the bfcl prompt style decodes replies as Python calls; Java and JavaScript entries "
+    "need the native prompt style"
+)
 
-def bfcl_system_prompt(functions: Sequence[Mapping[str, Any]]) -> str:
-    """BFCL's system prompt with the function docs (Python note added) as indented JSON."""
-    docs = [{**f, "description": str(f.get("description", "")) + PYTHON_NOTE} for f in functions]
+
+def bfcl_system_prompt(functions: Sequence[Mapping[str, Any]], language: str = "python") -> str:
+    """BFCL's system prompt with the function docs as indented JSON, as BFCL shows them for
+    the ``language`` (its note added; Java and JavaScript parameters as strings)."""
+    docs = [function_doc_for_model(f, language) for f in functions]
     return BFCL_SYSTEM_PROMPT.format(functions=json.dumps(docs, indent=4))
 
 
@@ -323,7 +332,8 @@ def _run_arguments(
     if options.few_shot:
         messages = _with_system(messages, few_shot_prompt(backend, options.prompt_style))
     if options.prompt_style == "bfcl":
-        messages = _with_system(messages, bfcl_system_prompt(entry.functions))
+        language = language_of(entry.category)
+        messages = _with_system(messages, bfcl_system_prompt(entry.functions, language))
         return messages, offered, {"tools": (), "max_tool_iters": 0, "params": params}
     if options.tools_top_k is not None:
         offered = list(select_tools(tools, latest_request_text(messages), options.tools_top_k))
@@ -385,6 +395,9 @@ def score_bfcl_entry_with_usage(
     options = options or BFCLOptions()
     record = record_head(entry, model, options)
     started = time.perf_counter()
+    if options.prompt_style == "bfcl" and language_of(entry.category) != "python":
+        failed = _failed(record, "unsupported_prompt_style", BFCL_STYLE_PYTHON_ONLY, None)
+        return {**failed, "tools": []}, Usage()
     try:
         tools, names = tools_for_entry(entry)
     except ValueError as exc:  # counted and listed in the summary, never dropped
