@@ -63,7 +63,7 @@ def test_both_categories_load_with_their_real_sizes(language_entries):
 
 
 def test_scorer_agrees_with_bfcls_checker_on_every_answer(official, language_entries):
-    checker, _, language = official
+    checker, language = official.checker, official.Language
     official_language = {"java": language.JAVA, "javascript": language.JAVASCRIPT}
     labels: Counter[str] = Counter()
     disagreements, wrong_verdicts = [], []

@@ -91,7 +91,7 @@ def _compare(score, rows):
 
 
 def test_overall_and_groups_equal_bfcl_evals_with_missing_categories(official):
-    _, helper, _ = official
+    helper = official.helper
     score = bfcl_score(PARTIAL_SET)
     rows = _official_rows(helper, PARTIAL_SET)
     _compare(score, rows)
@@ -108,7 +108,7 @@ def test_overall_and_groups_equal_bfcl_evals_with_missing_categories(official):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_every_number_equals_bfcl_evals_on_a_complete_set(official, seed):
-    _, helper, _ = official
+    helper = official.helper
     results = _complete_set(seed)
     score = bfcl_score(results)
     rows = _official_rows(helper, results)

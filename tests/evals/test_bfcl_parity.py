@@ -67,7 +67,7 @@ def test_every_single_turn_category_loads_with_its_real_size(all_entries):
 def _official_verdict(official, category, entry, calls):
     """BFCL's ``ast_checker`` on the answer (relevance categories have no AST check in BFCL:
     their rule is whether a call was made, which the variants' verdicts already state)."""
-    checker, _, language = official
+    checker, language = official.checker, official.Language
     if checker_kind(category) in ("irrelevance", "relevance"):
         return None
     return checker.ast_checker(

@@ -76,6 +76,13 @@ def format_summary(summary: dict[str, Any]) -> str:
         from tooluse.evals.bfcl.overall import format_bfcl_score
 
         lines.extend(format_bfcl_score(summary["bfcl_score"]))
+    sensitivity = summary.get("format_sensitivity")
+    if sensitivity:
+        lines.append(
+            f"format_sensitivity (apart from the score): {len(sensitivity['formats'])} of 26 "
+            f"formats, max delta {sensitivity['max_delta']:.2f} points, "
+            f"std {sensitivity['std']:.2f} points"
+        )
     for name, count in sorted(summary["error_types"].items()):
         lines.append(f"  error {name}: {count}")
     if summary.get("unconvertible"):
@@ -195,7 +202,8 @@ CategoryOption = Annotated[
         "--category",
         "-c",
         help="BFCL v4 categories (comma-separated or repeated), e.g. simple_python,simple_java,"
-        "live_multiple, or collections: single_turn, non_live, live, python, non_python; "
+        "live_multiple, format_sensitivity (reported apart), or collections: single_turn, "
+        "non_live, live, python, non_python; "
         "without it, the shipped sample.",
     ),
 ]

@@ -17,12 +17,17 @@ import json
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from tooluse.envs.splits import check_split, split_of
+from tooluse.evals.bfcl.format_sensitivity import (
+    FORMAT_CONFIGS,
+    FORMAT_SENSITIVITY,
+    format_sensitivity_ids,
+)
 from tooluse.evals.bfcl.java_js import function_doc_for_model, language_note, language_of
 from tooluse.messages import ChatMessage
 from tooluse.tools.definition import ToolDefinition, sanitize_tool_name
@@ -34,6 +39,7 @@ __all__ = [
     "MULTI_TURN_CATEGORY_NAMES",
     "PYTHON_CATEGORIES",
     "SAMPLE_CATEGORIES",
+    "SEPARATE_CATEGORIES",
     "BFCLEntry",
     "bfcl_data_dir",
     "category_of",
@@ -42,6 +48,7 @@ __all__ = [
     "load_bfcl_categories",
     "load_bfcl_category",
     "load_bfcl_entries",
+    "load_format_sensitivity",
     "load_sample",
     "select_entries",
     "split_of_entry",
@@ -80,6 +87,8 @@ MULTI_TURN_CATEGORY_NAMES = (
     "multi_turn_miss_param",
     "multi_turn_long_context",
 )
+#: Categories reported apart from the overall score (BFCL's non-scoring ones).
+SEPARATE_CATEGORIES = (FORMAT_SENSITIVITY,)
 #: Names of several categories at once (BFCL's collections restricted to single-turn ones).
 CATEGORY_COLLECTIONS: dict[str, tuple[str, ...]] = {
     "single_turn": BFCL_CATEGORIES,
@@ -235,6 +244,8 @@ def load_bfcl_category(name: str, *, data_dir: str | Path | None = None) -> list
     """All entries of one BFCL v4 category (``simple`` is an alias of ``simple_python``),
     from the installed ``bfcl-eval`` package or ``data_dir``, paired with their answers."""
     category = _ALIASES.get(name, name)
+    if category == FORMAT_SENSITIVITY:
+        return load_format_sensitivity(data_dir=data_dir)
     if category not in BFCL_CATEGORIES:
         raise ValueError(unknown_category_message(name))
     root = Path(data_dir) if data_dir is not None else bfcl_data_dir()
@@ -252,6 +263,21 @@ def load_bfcl_category(name: str, *, data_dir: str | Path | None = None) -> list
     return entries
 
 
+def load_format_sensitivity(*, data_dir: str | Path | None = None) -> list[BFCLEntry]:
+    """The format_sensitivity category: BFCL's 200 chosen entries, each once per prompt format
+    (26), with ids ``format_sensitivity_<n>:<format>:<original id>`` in BFCL's order."""
+    root = Path(data_dir) if data_dir is not None else bfcl_data_dir()
+    sources: list[BFCLEntry] = []
+    for category, ids in format_sensitivity_ids(root).items():
+        wanted = set(ids)
+        sources.extend(e for e in load_bfcl_category(category, data_dir=root) if e.id in wanted)
+    entries = []
+    for number, (source, config) in enumerate((s, c) for s in sources for c in FORMAT_CONFIGS):
+        new_id = f"{FORMAT_SENSITIVITY}_{number}:{config}:{source.id}"
+        entries.append(replace(source, id=new_id, category=FORMAT_SENSITIVITY))
+    return entries
+
+
 def unknown_category_message(name: str) -> str:
     """The error for a name that is no single-turn category: every valid name, and where the
     multi-turn categories are run instead."""
@@ -261,8 +287,8 @@ def unknown_category_message(name: str) -> str:
     collections = ", ".join(CATEGORY_COLLECTIONS)
     return (
         f"{message}; valid categories: {', '.join(BFCL_CATEGORIES)} (simple = simple_python); "
-        f"collections: {collections}; multi-turn (tooluse eval env bfcl:NAME): "
-        f"{', '.join(MULTI_TURN_CATEGORY_NAMES)}"
+        f"apart from the score: {', '.join(SEPARATE_CATEGORIES)}; collections: {collections}; "
+        f"multi-turn (tooluse eval env bfcl:NAME): {', '.join(MULTI_TURN_CATEGORY_NAMES)}"
     )
 
 
@@ -275,7 +301,7 @@ def expand_categories(names: Iterable[str]) -> list[str]:
     for name in names:
         expanded = CATEGORY_COLLECTIONS.get(name, (_ALIASES.get(name, name),))
         for category in expanded:
-            if category not in BFCL_CATEGORIES:
+            if category not in BFCL_CATEGORIES and category not in SEPARATE_CATEGORIES:
                 raise ValueError(unknown_category_message(name))
             if category not in out:
                 out.append(category)

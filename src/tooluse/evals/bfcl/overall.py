@@ -59,6 +59,9 @@ WEB_SEARCH_CATEGORIES = ("web_search_base", "web_search_no_snippet")
 MEMORY_CATEGORIES = ("memory_kv", "memory_vector", "memory_rec_sum")
 AGENTIC_CATEGORIES = (*WEB_SEARCH_CATEGORIES, *MEMORY_CATEGORIES)
 RELEVANCE_CATEGORY = "live_relevance"
+#: Reported apart from the score (its own figures), so neither scored nor "unscored".
+SEPARATE_CATEGORIES = ("format_sensitivity",)
+_SHOWN_APART = (RELEVANCE_CATEGORY, *SEPARATE_CATEGORIES)
 
 #: The groups of the overall score and their weights, in bfcl-eval's order.
 GROUP_WEIGHTS: dict[str, int] = {
@@ -283,7 +286,7 @@ def bfcl_score(
         partial=tuple(
             c for c, r in given.items() if c in CATEGORY_SIZES and r.total < CATEGORY_SIZES[c]
         ),
-        unscored=tuple(c for c in given if c not in SCORED_CATEGORIES and c != RELEVANCE_CATEGORY),
+        unscored=tuple(c for c in given if c not in (*SCORED_CATEGORIES, *_SHOWN_APART)),
         relevance=relevance.accuracy if relevance is not None else None,
     )
 
