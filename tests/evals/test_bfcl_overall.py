@@ -195,6 +195,16 @@ def test_eval_bfcl_summary_has_the_overall_score_and_names_what_is_missing(tmp_p
     assert "multi_turn  (30)    0.0%  missing: all" in printed
 
 
+def test_the_in_memory_report_has_the_same_score():
+    from tooluse.evals.bfcl import run_bfcl
+
+    entries = load_bfcl_category("irrelevance")[:2]
+    report = run_bfcl(ScriptedBackend(["no call", "no call"]), entries)
+    assert report.bfcl_score.group("irrelevance").accuracy == 0.5
+    assert report.to_dict()["bfcl_score"]["overall"] == pytest.approx(0.05)
+    assert "BFCL v4 overall score: 5.0%" in report.format_table()
+
+
 def _env_run(directory, environment, successes):
     directory.mkdir()
     with (directory / "trajectories.jsonl").open("w") as handle:
