@@ -253,6 +253,7 @@ def test_cli_refuses_the_bfcl_prompt_style_for_java_before_any_model_call():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # six prefills of long Java/JavaScript docs: 9 min on a busy machine
 def test_local_model_on_three_entries_of_each_language(tmp_path):
     out = tmp_path / "run"
     result = CliRunner().invoke(
@@ -266,6 +267,8 @@ def test_local_model_on_three_entries_of_each_language(tmp_path):
             "non_python",
             "--limit",
             "3",
+            "--max-tokens",
+            "96",
             "--out",
             str(out),
             "--no-progress",
