@@ -1,20 +1,24 @@
 """Scorer parity with BFCL's official AST checker on all of BFCL's single-turn data.
 
-Every entry of the eleven v4 single-turn categories (from the installed ``bfcl-eval`` package)
-is scored with its own ground truth and with derived right and wrong answers; each verdict must
-be the one BFCL's checker gives (the rules are in ``bfcl_variants``; the same answers were
-checked against BFCL's ``ast_checker`` itself: it agrees on every one).
+Every entry of the eleven v4 single-turn Python categories (from the installed ``bfcl-eval``
+package) is scored with its own ground truth and with derived right and wrong answers; each
+verdict must be the one BFCL's rules give (``bfcl_variants``) and the one BFCL's
+``ast_checker``, called directly on the same answer, gives. The Java and JavaScript
+categories are in ``test_bfcl_java_js``.
 """
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 
 import pytest
+from bfcl_official import MODEL, official_modules
 from bfcl_variants import oracle_calls, variants
 
 from tooluse.evals import check_entry, check_parallel, check_simple
-from tooluse.evals.bfcl.data import BFCL_CATEGORIES, load_bfcl_category
+from tooluse.evals.bfcl.checker import checker_kind
+from tooluse.evals.bfcl.data import PYTHON_CATEGORIES, load_bfcl_category
 
 #: Entries whose own ground truth BFCL's checker rejects (inconsistencies in BFCL's data).
 INCONSISTENT_TRUTH = {
@@ -34,7 +38,13 @@ REPAIRED = {("live_multiple_507-149-4", "empty_string:origin_airport")}
 
 @pytest.fixture(scope="module")
 def all_entries():
-    return {name: load_bfcl_category(name) for name in BFCL_CATEGORIES}
+    return {name: load_bfcl_category(name) for name in PYTHON_CATEGORIES}
+
+
+@pytest.fixture(scope="module")
+def official():
+    with official_modules() as modules:
+        yield modules
 
 
 def test_every_single_turn_category_loads_with_its_real_size(all_entries):
@@ -54,9 +64,25 @@ def test_every_single_turn_category_loads_with_its_real_size(all_entries):
     }
 
 
-def test_scorer_agrees_with_bfcl_on_all_ground_truth_and_wrong_variants(all_entries):
+def _official_verdict(official, category, entry, calls):
+    """BFCL's ``ast_checker`` on the answer (relevance categories have no AST check in BFCL:
+    their rule is whether a call was made, which the variants' verdicts already state)."""
+    checker, language = official.checker, official.Language
+    if checker_kind(category) in ("irrelevance", "relevance"):
+        return None
+    return checker.ast_checker(
+        copy.deepcopy(list(entry.functions)),
+        copy.deepcopy(calls),
+        copy.deepcopy(list(entry.ground_truth)),
+        language.PYTHON,
+        category,
+        MODEL,
+    )["valid"]
+
+
+def test_scorer_agrees_with_bfcl_on_all_ground_truth_and_wrong_variants(all_entries, official):
     labels: Counter[str] = Counter()
-    disagreements = []
+    disagreements, official_disagreements = [], []
     truth_valid = truth_total = 0
     for category, entries in all_entries.items():
         for entry in entries:
@@ -77,7 +103,14 @@ def test_scorer_agrees_with_bfcl_on_all_ground_truth_and_wrong_variants(all_entr
                     truth_valid += verdict.valid
                 if verdict.valid != expected:
                     disagreements.append((entry.id, label, expected, verdict))
+                theirs = _official_verdict(official, category, entry, calls)
+                if theirs is not None:
+                    labels["checked_by_bfcl"] += 1
+                    if theirs != verdict.valid:
+                        official_disagreements.append((entry.id, label, theirs, verdict))
     assert disagreements == []
+    assert official_disagreements == []
+    assert labels["checked_by_bfcl"] > 20000
     assert truth_total == 2351 and truth_valid == 2351 - len(INCONSISTENT_TRUTH)
     # every rule is exercised many times, so the test cannot pass vacuously
     assert labels["empty_string"] >= 700
@@ -87,7 +120,7 @@ def test_scorer_agrees_with_bfcl_on_all_ground_truth_and_wrong_variants(all_entr
     assert labels["underscored_name"] >= 300
     assert labels["reused_call"] >= 150
     assert labels["reversed"] >= 200
-    assert sum(labels.values()) > 20000
+    assert sum(labels.values()) - labels["checked_by_bfcl"] > 20000
 
 
 # -- the rules, one by one ---------------------------------------------------------------------

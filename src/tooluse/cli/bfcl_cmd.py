@@ -4,10 +4,14 @@
 
     tooluse eval bfcl -m local -c simple_python,parallel --sample 20 --seed 0 --out runs/a
     tooluse eval bfcl -m local -c live_multiple --tools-top-k 5 --engine ray --workers 2 --out runs/b
+    tooluse eval bfcl -m local -c single_turn --out runs/full   # all 13 single-turn categories
     tooluse eval bfcl -m local --limit 2          # the shipped 21-entry sample, offline
 
 Results land in ``DIR/results.jsonl`` as each entry finishes, and ``DIR/summary.json``; the
-same command on the same DIR resumes. Everything that can be checked (data files, options,
+same command on the same DIR resumes. The summary ends with BFCL v4's overall score of the
+categories run, computed as bfcl-eval does, naming the categories it lacks (the multi-turn ones
+are run with ``tooluse eval env bfcl:multi_turn_base`` ...; ``tooluse report --combine`` scores
+such runs together). Everything that can be checked (data files, options,
 the model string, the format) is checked before the first model call.
 """
 
@@ -68,6 +72,17 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines.append(f"{'all entries':<24}{total:>9}{summary['accuracy']:>10.1%}")
     if summary.get("ast_mean") is not None:
         lines.append(f"{'AST mean (no irr.)':<24}{'':>9}{summary['ast_mean']:>10.1%}")
+    if summary.get("bfcl_score"):
+        from tooluse.evals.bfcl.overall import format_bfcl_score
+
+        lines.extend(format_bfcl_score(summary["bfcl_score"]))
+    sensitivity = summary.get("format_sensitivity")
+    if sensitivity:
+        lines.append(
+            f"format_sensitivity (apart from the score): {len(sensitivity['formats'])} of 26 "
+            f"formats, max delta {sensitivity['max_delta']:.2f} points, "
+            f"std {sensitivity['std']:.2f} points"
+        )
     for name, count in sorted(summary["error_types"].items()):
         lines.append(f"  error {name}: {count}")
     if summary.get("unconvertible"):
@@ -99,6 +114,20 @@ def _check_model(model: str, format: str | None) -> None:
     except Exception as exc:  # a bad model string or a missing extra: say so, exit 2
         typer.echo(f"error: cannot load model {model!r}: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+def _check_prompt_style(entries: list[Any], prompt_style: str) -> None:
+    """Exit 2 before any model call when the prompt style cannot score some entries."""
+    from tooluse.evals.bfcl.java_js import language_of
+    from tooluse.evals.bfcl.scorer import BFCL_STYLE_PYTHON_ONLY
+
+    if prompt_style != "bfcl":
+        return
+    others = sorted({e.category for e in entries if language_of(e.category) != "python"})
+    if others:
+        raise _fail(
+            f"{BFCL_STYLE_PYTHON_ONLY} (drop {', '.join(others)} or use --prompt-style native)"
+        )
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -172,7 +201,9 @@ CategoryOption = Annotated[
     typer.Option(
         "--category",
         "-c",
-        help="BFCL v4 categories (comma-separated or repeated), e.g. simple_python,live_multiple; "
+        help="BFCL v4 categories (comma-separated or repeated), e.g. simple_python,simple_java,"
+        "live_multiple, format_sensitivity (reported apart), or collections: single_turn, "
+        "non_live, live, python, non_python; "
         "without it, the shipped sample.",
     ),
 ]
@@ -294,6 +325,7 @@ def bfcl_command(  # noqa: PLR0913 - one parameter per command-line option
     except ValueError as exc:
         raise _fail(str(exc)) from None
     entries = _entries_or_exit(category, data, answers, shipped, sample, seed, limit, split)
+    _check_prompt_style(entries, options.prompt_style)
     check_output_paths(out, output)
     _check_model(model, format)
     engine_options = {

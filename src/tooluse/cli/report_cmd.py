@@ -6,8 +6,12 @@
     tooluse report run.json trajectories.jsonl -o traces.html
     tooluse report runs/a runs/b --markdown -            # the accuracy table for a README
 
-Each argument is a run directory (``results.jsonl`` from ``tooluse eval bfcl --out``), a saved
-``RunResult`` (``RunResult.save``) or an environments' trajectory JSONL file.
+Each argument is a run directory (``results.jsonl`` from ``tooluse eval bfcl --out``,
+``trajectories.jsonl`` from ``tooluse eval env --out``), a saved ``RunResult``
+(``RunResult.save``) or an environments' trajectory JSONL file. Runs holding BFCL categories
+get BFCL v4's overall score; ``--combine`` scores them as one results set::
+
+    tooluse report runs/single_turn runs/mt_base runs/mt_miss_func --combine -o bfcl.html
 """
 
 from __future__ import annotations
@@ -33,6 +37,12 @@ def register(app: typer.Typer) -> None:
         markdown: Path | None = typer.Option(
             None, "--markdown", help="Also write the accuracy table as Markdown ('-': print it)."
         ),
+        combine: bool = typer.Option(
+            False,
+            "--combine",
+            help="Score all run directories as one BFCL results set (one model's single-turn "
+            "and multi-turn runs); their categories must not overlap.",
+        ),
     ) -> None:
         """Write an HTML report: accuracy per category, error types, latency, every item."""
         from tooluse.evals.browser import BrowserError, svg_to_png
@@ -51,13 +61,18 @@ def register(app: typer.Typer) -> None:
             except (OSError, ValueError) as exc:
                 typer.echo(f"error: {exc}", err=True)
                 raise typer.Exit(2) from None
-        output.write_text(render_report(runs, traces=traces, title=title), encoding="utf-8")
+        try:
+            page = render_report(runs, traces=traces, title=title, combine=combine)
+        except ValueError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        output.write_text(page, encoding="utf-8")
         typer.echo(f"report written to {output} ({len(runs)} runs, {len(traces)} traces)")
         if markdown is not None:
             if not runs:
                 typer.echo("error: --markdown needs at least one run directory", err=True)
                 raise typer.Exit(2)
-            table = markdown_table(runs)
+            table = markdown_table(runs, combine=combine)
             if str(markdown) == "-":
                 typer.echo(table, nl=False)
             else:

@@ -6,7 +6,9 @@
     html = render_report(runs, traces=[load_trace("run.json")])
 
 A run is a directory written by ``tooluse eval bfcl --out DIR`` (``results.jsonl`` and
-``summary.json``). The page shows accuracy per category (bars, runs side by side), the error
+``summary.json``) or by ``tooluse eval env NAME --out DIR`` (``trajectories.jsonl``: each
+trajectory is an item of its environment's category). Runs holding BFCL categories get BFCL
+v4's overall score (:mod:`tooluse.evals.report_score`), per run or over all runs together. The page shows accuracy per category (bars, runs side by side), the error
 types, the latency distribution, and a table of every item (prompt, tools offered, raw output,
 decoded calls, expected answer, verdict) filtered by run, category, verdict and error type.
 Traces (a saved ``RunResult`` or an environment trajectory) are shown as collapsible timelines
@@ -26,6 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from tooluse.evals.engine import read_results
+from tooluse.evals.report_score import (
+    NamedRecords,
+    has_bfcl_categories,
+    score_markdown_rows,
+    score_of_runs,
+    score_table_html,
+)
 from tooluse.evals.trace_view import TRACE_CSS, Trace, render_trace
 
 __all__ = ["RunData", "accuracy_svg", "load_run", "markdown_table", "render_report"]
@@ -52,19 +61,51 @@ class RunData:
         return {k: (v[0], v[1]) for k, v in out.items()}
 
 
+def _trajectory_record(key: str, row: dict[str, Any], environment: str) -> dict[str, Any]:
+    """A trajectory as a result record: its environment (without ``bfcl:``) is the category,
+    solved is right."""
+    error = row.get("error")
+    return {
+        "key": key,
+        "id": row.get("task_id", key),
+        "category": str(row.get("environment") or environment).removeprefix("bfcl:"),
+        "valid": bool(row.get("success")) and not error,
+        "error_type": "error" if error else ("" if row.get("success") else "unsolved"),
+        "error": error,
+        "latency": row.get("seconds"),
+        "prompt": [{"role": "user", "content": str(row.get("prompt", ""))}],
+        "raw": str(row.get("answer") or ""),
+        "decoded": None,
+        "expected": row.get("reference"),
+        "sample": row.get("sample", 0),
+    }
+
+
 def load_run(path: str | Path, name: str | None = None) -> RunData:
-    """A run directory (``results.jsonl`` required, ``summary.json`` optional)."""
+    """A run directory: ``results.jsonl`` (``tooluse eval bfcl``) or ``trajectories.jsonl``
+    (``tooluse eval env``, each trajectory a record of its environment's category);
+    ``summary.json`` optional."""
     directory = Path(path)
-    results = directory / "results.jsonl"
     if not directory.is_dir():
         raise FileNotFoundError(f"{directory} is not a run directory")
-    if not results.is_file():
-        raise FileNotFoundError(f"{directory} has no results.jsonl (not a finished or started run)")
-    records = tuple(read_results(results).values())
-    if not records:
-        raise ValueError(f"{results} holds no results")
+    results = directory / "results.jsonl"
+    trajectories = directory / "trajectories.jsonl"
     summary_path = directory / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    if results.is_file():
+        records = tuple(read_results(results).values())
+    elif trajectories.is_file():
+        environment = str(summary.get("environment", ""))
+        rows = read_results(trajectories).items()
+        records = tuple(_trajectory_record(k, r, environment) for k, r in rows)
+        results = trajectories
+    else:
+        raise FileNotFoundError(
+            f"{directory} has no results.jsonl or trajectories.jsonl (not a finished or "
+            "started run)"
+        )
+    if not records:
+        raise ValueError(f"{results} holds no results")
     label = name or summary.get("model") and f"{directory.name} ({summary.get('model')})"
     return RunData(
         name=str(label or directory.name), path=str(directory), records=records, summary=summary
@@ -74,31 +115,44 @@ def load_run(path: str | Path, name: str | None = None) -> RunData:
 # -- Markdown -----------------------------------------------------------------------------------
 
 
-def markdown_table(runs: Sequence[RunData]) -> str:
+def _named(runs: Sequence[RunData]) -> list[NamedRecords]:
+    return [(run.name, run.records) for run in runs]
+
+
+def markdown_table(runs: Sequence[RunData], *, combine: bool = False) -> str:
     """Accuracy per category as a Markdown table, one column per run (for READMEs): each cell
-    is ``65% (13/20)``; the last rows are all categories together and items per minute."""
+    is ``65% (13/20)``; then all categories together, items per minute and, when the runs hold
+    BFCL categories, BFCL v4's overall score and groups. ``combine`` adds a column scoring all
+    runs as one results set (one model's categories spread over several runs)."""
+    columns = list(runs)
+    if combine:
+        score_of_runs(_named(runs))  # overlapping categories: the error, before any output
+        merged = tuple(r for run in runs for r in run.records)
+        columns.append(RunData(name="all runs together", path="", records=merged))
     categories: list[str] = []
-    for run in runs:
+    for run in columns:
         categories.extend(c for c in run.categories() if c not in categories)
     lines = [
-        "| category | " + " | ".join(run.name.replace("|", "/") for run in runs) + " |",
-        "|---|" + "---|" * len(runs),
+        "| category | " + " | ".join(run.name.replace("|", "/") for run in columns) + " |",
+        "|---|" + "---|" * len(columns),
     ]
 
     def cell(correct: int, total: int) -> str:
         return f"{correct / total:.0%} ({correct}/{total})" if total else "-"
 
     for category in categories:
-        cells = [cell(*run.categories().get(category, (0, 0))) for run in runs]
+        cells = [cell(*run.categories().get(category, (0, 0))) for run in columns]
         lines.append(f"| {category} | " + " | ".join(cells) + " |")
     totals = []
-    for run in runs:
+    for run in columns:
         scores = run.categories().values()
         totals.append(cell(sum(c for c, _ in scores), sum(t for _, t in scores)))
     lines.append("| **all** | " + " | ".join(totals) + " |")
-    speeds = [run.summary.get("items_per_minute") for run in runs]
+    speeds = [run.summary.get("items_per_minute") for run in columns]
     if any(speed for speed in speeds):
         lines.append("| items/min | " + " | ".join(f"{s:.1f}" if s else "-" for s in speeds) + " |")
+    if has_bfcl_categories(_named(runs)):
+        lines.extend(score_markdown_rows(_named(runs), combine=combine))
     return "\n".join(lines) + "\n"
 
 
@@ -353,10 +407,28 @@ def _run_table(runs: Sequence[RunData]) -> str:
     )
 
 
+def _score_section(runs: Sequence[RunData], combine: bool) -> list[str]:
+    if not has_bfcl_categories(_named(runs)):
+        return []
+    return [
+        "<h2>BFCL v4 score</h2>",
+        "<p>Computed as bfcl-eval aggregates it (groups weighted 10/10/10/30/40); a category "
+        "that was not run counts as 0. "
+        + ("All runs are scored as one results set." if combine else "One score per run.")
+        + "</p>",
+        score_table_html(_named(runs), combine=combine),
+    ]
+
+
 def render_report(
-    runs: Sequence[RunData], *, traces: Sequence[Trace] = (), title: str = "tooluse evaluation"
+    runs: Sequence[RunData],
+    *,
+    traces: Sequence[Trace] = (),
+    title: str = "tooluse evaluation",
+    combine: bool = False,
 ) -> str:
-    """The whole page as one HTML string (open it from disk; it loads nothing)."""
+    """The whole page as one HTML string (open it from disk; it loads nothing). ``combine``
+    scores all runs as one BFCL results set (``ValueError`` when their categories overlap)."""
     if not runs and not traces:
         raise ValueError("nothing to report: no runs and no traces")
     body = [f"<h1>{_e(title)}</h1>"]
@@ -386,6 +458,7 @@ def render_report(
         body += [
             "<h2>Runs</h2>",
             _run_table(runs),
+            *_score_section(runs, combine),
             "<h2>Accuracy per category</h2>",
             accuracy_svg(runs),
             "<h2>Error types (wrong items)</h2>",

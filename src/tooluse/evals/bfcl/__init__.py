@@ -7,7 +7,9 @@ executable multi-turn environment with its rewards.
     summary = run_bfcl_job(load_bfcl_categories(["simple_python"]), "local", BFCLOptions(), "runs/a")
 
 - :mod:`~tooluse.evals.bfcl.data`: entries (question, function docs, ground truth) and tools;
-- :mod:`~tooluse.evals.bfcl.checker`: BFCL's AST checker;
+- :mod:`~tooluse.evals.bfcl.checker`: BFCL's AST checker, with
+  :mod:`~tooluse.evals.bfcl.java_js` for the Java and JavaScript entries;
+- :mod:`~tooluse.evals.bfcl.overall`: BFCL v4's overall score from per-category results;
 - :mod:`~tooluse.evals.bfcl.scorer`: one entry, one model turn, one result record;
 - :mod:`~tooluse.evals.bfcl.job` (resumable runs on the engine) and
   :mod:`~tooluse.evals.bfcl.runner` (in memory, a report);
@@ -30,8 +32,12 @@ from tooluse.evals.bfcl.checker import (
 )
 from tooluse.evals.bfcl.data import (
     BFCL_CATEGORIES,
+    CATEGORY_COLLECTIONS,
+    LANGUAGE_CATEGORIES,
+    PYTHON_CATEGORIES,
     SAMPLE_CATEGORIES,
     BFCLEntry,
+    expand_categories,
     load_bfcl_categories,
     load_bfcl_category,
     load_bfcl_entries,
@@ -40,8 +46,17 @@ from tooluse.evals.bfcl.data import (
     tool_from_bfcl_function,
     tools_for_entry,
 )
+from tooluse.evals.bfcl.java_js import convert_java_value, convert_js_value, language_of
 from tooluse.evals.bfcl.job import make_bfcl_worker, run_bfcl_job, summarize_records
 from tooluse.evals.bfcl.multi_turn import BFCLMultiTurnEnvironment, default_bfcl_rewards
+from tooluse.evals.bfcl.overall import (
+    BFCLScore,
+    CategoryResult,
+    GroupScore,
+    bfcl_score,
+    category_results,
+    format_bfcl_score,
+)
 from tooluse.evals.bfcl.rewards import BFCLResponseReward, BFCLStateReward
 from tooluse.evals.bfcl.runner import (
     BFCLReport,
@@ -55,16 +70,29 @@ from tooluse.evals.bfcl.scorer import BFCLOptions, decode_python_calls, score_bf
 
 __all__ = [
     "BFCL_CATEGORIES",
+    "CATEGORY_COLLECTIONS",
+    "LANGUAGE_CATEGORIES",
+    "PYTHON_CATEGORIES",
     "SAMPLE_CATEGORIES",
     "BFCLEntry",
     "BFCLMultiTurnEnvironment",
     "BFCLOptions",
     "BFCLReport",
     "BFCLResponseReward",
+    "BFCLScore",
     "BFCLStateReward",
+    "CategoryResult",
     "CategoryScore",
     "CheckResult",
     "EntryOutcome",
+    "GroupScore",
+    "bfcl_score",
+    "category_results",
+    "convert_java_value",
+    "convert_js_value",
+    "expand_categories",
+    "format_bfcl_score",
+    "language_of",
     "check_entry",
     "check_irrelevance",
     "check_multiple",

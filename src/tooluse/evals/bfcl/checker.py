@@ -18,6 +18,9 @@ Decoded calls are ``[{function_name: {param: value}}]``; the ground truth is
   accepted values also accepts ``""`` for a string and ``[]`` for a list (BFCL treats an empty
   value like an omitted one); dicts may not have unknown keys and must have every key whose
   alternatives do not include ``""``; lists of dicts compare dict by dict, in order;
+- Java and JavaScript (``simple_java``, ``simple_javascript``): every value must be a string,
+  read by its declared type with BFCL's rules (:mod:`tooluse.evals.bfcl.java_js`), then
+  checked as above against that type's Python type (no ``int`` to ``float`` conversion);
 - ``parallel`` categories: same number of calls, each expected call matched greedily by a
   distinct call, in any order; ``multiple``: exactly one call; other AST categories: one call,
   checked against the first function doc; ``irrelevance``: right when there is no call;
@@ -32,6 +35,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from tooluse.evals.bfcl.java_js import (
+    NESTED_TYPES,
+    convert_java_value,
+    convert_js_value,
+    language_of,
+    language_types,
+)
 
 __all__ = [
     "CheckResult",
@@ -137,12 +148,20 @@ def _type_check(
     ), is_variable
 
 
+def _key_options(accepted: Any) -> list[Any]:
+    """The accepted values of one dict key. BFCL iterates over what the answer holds, so an
+    answer written as a bare string accepts only its single characters (as in BFCL)."""
+    if isinstance(accepted, (list, str)):
+        return list(accepted)
+    return [accepted]
+
+
 def _dict_problem(value: Mapping[str, Any], accepted: Mapping[str, Any]) -> str | None:
     """``None`` when a dict value matches one dict alternative (its values: lists of values)."""
     for key, item in value.items():
         if key not in accepted:
             return f"unexpected key {key!r}"
-        options = accepted[key] if isinstance(accepted[key], list) else [accepted[key]]
+        options = _key_options(accepted[key])
         if _std(item) not in [_std(o) for o in options]:
             return f"key {key!r}: {item!r} is not one of {options!r}"
     for key, options in accepted.items():
@@ -185,22 +204,71 @@ def _check_list_of_dicts(param: str, value: list[Any], accepted: Sequence[Any]) 
     return CheckResult.fail("value_error:list_dict", f"parameter {param!r}: {reason}")
 
 
-def _check_param(param: str, value: Any, doc: Mapping[str, Any], accepted: Any) -> CheckResult:
+def _python_types(doc: Mapping[str, Any]) -> tuple[type | None, type | None]:
+    """The Python type a value of the declared type must have, and its items' type."""
     declared = str(doc.get("type", "any"))
-    expected = _PYTHON_TYPES.get(declared)
-    if expected is None:  # a type name BFCL's Python rules do not know: compare values only
-        ok = value in accepted if isinstance(accepted, (list, tuple)) else value == accepted
-        if ok:
-            return CheckResult.ok()
-        return CheckResult.fail("value_error:value", f"parameter {param!r}: {value!r}")
     nested: type | None = None
     if declared in _NESTED:
         items = doc.get("items")
         if isinstance(items, Mapping):
             nested = _PYTHON_TYPES.get(str(items.get("type")))
+    return _PYTHON_TYPES.get(declared), nested
+
+
+def _read_language_value(
+    param: str, value: Any, doc: Mapping[str, Any], language: str
+) -> tuple[CheckResult | None, Any, type | None, type | None]:
+    """A Java/JavaScript value, given as a string, read by its declared type:
+    ``(failure or None, value, expected type, items type)``."""
+    table = language_types(language) or {}
+    declared = str(doc.get("type", "any"))
+    short = "js" if language == "javascript" else language
+    if declared not in table:
+        failure = CheckResult.fail(
+            "type_error:unknown_type", f"parameter {param!r}: {language} has no type {declared!r}"
+        )
+        return failure, value, None, None
+    if type(value) is not str:
+        failure = CheckResult.fail(
+            f"type_error:{short}",
+            f"parameter {param!r}: expected a string holding a {language} {declared}, "
+            f"got {type(value).__name__} ({value!r})",
+        )
+        return failure, value, None, None
+    items = doc.get("items") if declared in NESTED_TYPES else None
+    item_type = str(items.get("type")) if isinstance(items, Mapping) else None
+    convert = convert_java_value if language == "java" else convert_js_value
+    try:
+        converted = convert(value, declared, item_type)
+    except ValueError as exc:  # a type BFCL cannot read, or a literal it chokes on
+        return (
+            CheckResult.fail("type_error:unsupported", f"parameter {param!r}: {exc}"),
+            value,
+            None,
+            None,
+        )
+    nested = table.get(item_type) if item_type is not None else None
+    return None, converted, table[declared], nested
+
+
+def _check_param(
+    param: str, value: Any, doc: Mapping[str, Any], accepted: Any, language: str = "python"
+) -> CheckResult:
+    declared = str(doc.get("type", "any"))
+    if language == "python":
+        expected, nested = _python_types(doc)
+    else:
+        failure, value, expected, nested = _read_language_value(param, value, doc, language)
+        if failure is not None:
+            return failure
+    if expected is None:  # a type name BFCL's Python rules do not know: compare values only
+        ok = value in accepted if isinstance(accepted, (list, tuple)) else value == accepted
+        if ok:
+            return CheckResult.ok()
+        return CheckResult.fail("value_error:value", f"parameter {param!r}: {value!r}")
     if declared == "tuple" and type(value) is tuple:
         value = list(value)
-    if declared == "float" and type(value) is int:
+    if language == "python" and declared == "float" and type(value) is int:
         value = float(value)
     verdict, is_variable = _type_check(param, value, declared, expected, nested, accepted)
     if not verdict.valid:
@@ -246,9 +314,14 @@ def _check_by_type(
 
 
 def check_simple(
-    function_doc: Mapping[str, Any], call: DecodedCall, expected: DecodedCall
+    function_doc: Mapping[str, Any],
+    call: DecodedCall,
+    expected: DecodedCall,
+    *,
+    language: str = "python",
 ) -> CheckResult:
-    """One decoded call against one expected call (name, parameters, types, values)."""
+    """One decoded call against one expected call (name, parameters, types, values);
+    ``language`` (``python``, ``java``, ``javascript``) picks the type rules."""
     if len(call) != 1:
         return CheckResult.fail(
             "simple:wrong_shape", f"expected one function per call, got {len(call)}"
@@ -272,7 +345,7 @@ def check_simple(
     for param, value in arguments.items():
         if param not in properties or param not in accepted:
             return CheckResult.fail("simple:unexpected_param", f"unexpected parameter {param!r}")
-        verdict = _check_param(param, value, properties[param] or {}, accepted[param])
+        verdict = _check_param(param, value, properties[param] or {}, accepted[param], language)
         if not verdict.valid:
             return verdict
     for param, options in accepted.items():
@@ -292,6 +365,8 @@ def check_multiple(
     functions: Sequence[Mapping[str, Any]],
     calls: Sequence[DecodedCall],
     expected: Sequence[DecodedCall],
+    *,
+    language: str = "python",
 ) -> CheckResult:
     """Several functions offered, exactly one call expected."""
     if len(calls) != len(expected):
@@ -304,13 +379,15 @@ def check_multiple(
     doc = _doc_for(functions, name)
     if doc is None:
         return CheckResult.fail("multiple:bad_answer", f"no function doc for {name!r}")
-    return check_simple(doc, calls[0], expected[0])
+    return check_simple(doc, calls[0], expected[0], language=language)
 
 
 def check_parallel(
     functions: Sequence[Mapping[str, Any]],
     calls: Sequence[DecodedCall],
     expected: Sequence[DecodedCall],
+    *,
+    language: str = "python",
 ) -> CheckResult:
     """The same number of calls, each expected call matched by a distinct call, in any order
     (greedily, in order, as BFCL does)."""
@@ -326,7 +403,7 @@ def check_parallel(
             return CheckResult.fail("parallel:bad_answer", f"no function doc for {name!r}")
         reasons: list[str] = []
         for index in unused:
-            verdict = check_simple(doc, calls[index], want)
+            verdict = check_simple(doc, calls[index], want, language=language)
             if verdict.valid:
                 unused.remove(index)  # each call answers one expectation only
                 break
@@ -361,18 +438,20 @@ def check_entry(
     calls: Sequence[DecodedCall],
     expected: Sequence[DecodedCall],
 ) -> CheckResult:
-    """Check one entry's decoded calls with the rule its category calls for."""
+    """Check one entry's decoded calls with the rule its category calls for (and the type
+    rules of its language: ``simple_java`` and ``simple_javascript`` are not Python)."""
     kind = checker_kind(category)
+    language = language_of(category)
     if kind == "irrelevance":
         return check_irrelevance(calls)
     if kind == "relevance":
         return check_relevance(calls)
     if kind == "parallel":
-        return check_parallel(functions, calls, expected)
+        return check_parallel(functions, calls, expected, language=language)
     if kind == "multiple":
-        return check_multiple(functions, calls, expected)
+        return check_multiple(functions, calls, expected, language=language)
     if len(calls) != 1:
         return CheckResult.fail("simple:wrong_count", f"expected 1 call, got {len(calls)}")
     if len(expected) != 1 or not functions:
         return CheckResult.fail("simple:bad_answer", "the answer must hold exactly one call")
-    return check_simple(functions[0], calls[0], expected[0])
+    return check_simple(functions[0], calls[0], expected[0], language=language)

@@ -17,24 +17,38 @@ import json
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from tooluse.envs.splits import check_split, split_of
+from tooluse.evals.bfcl.format_sensitivity import (
+    FORMAT_CONFIGS,
+    FORMAT_SENSITIVITY,
+    format_sensitivity_ids,
+)
+from tooluse.evals.bfcl.java_js import function_doc_for_model, language_note, language_of
 from tooluse.messages import ChatMessage
 from tooluse.tools.definition import ToolDefinition, sanitize_tool_name
 
 __all__ = [
     "BFCL_CATEGORIES",
+    "CATEGORY_COLLECTIONS",
+    "LANGUAGE_CATEGORIES",
+    "MULTI_TURN_CATEGORY_NAMES",
+    "PYTHON_CATEGORIES",
     "SAMPLE_CATEGORIES",
+    "SEPARATE_CATEGORIES",
     "BFCLEntry",
     "bfcl_data_dir",
     "category_of",
+    "expand_categories",
+    "unknown_category_message",
     "load_bfcl_categories",
     "load_bfcl_category",
     "load_bfcl_entries",
+    "load_format_sensitivity",
     "load_sample",
     "select_entries",
     "split_of_entry",
@@ -45,7 +59,7 @@ __all__ = [
 SAMPLE_CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
 
 #: BFCL v4's single-turn Python categories, as the installed ``bfcl-eval`` package names them.
-BFCL_CATEGORIES = (
+PYTHON_CATEGORIES = (
     "simple_python",
     "multiple",
     "parallel",
@@ -58,12 +72,37 @@ BFCL_CATEGORIES = (
     "live_irrelevance",
     "live_relevance",
 )
+#: The single-turn categories whose functions are Java or JavaScript (arguments as strings).
+LANGUAGE_CATEGORIES = ("simple_java", "simple_javascript")
+#: Every single-turn category of BFCL v4 (what ``tooluse eval bfcl`` runs), in BFCL's order.
+BFCL_CATEGORIES = (
+    "simple_python",
+    *LANGUAGE_CATEGORIES,
+    *PYTHON_CATEGORIES[1:],
+)
+#: The multi-turn categories: played as environments (``tooluse eval env bfcl:NAME``).
+MULTI_TURN_CATEGORY_NAMES = (
+    "multi_turn_base",
+    "multi_turn_miss_func",
+    "multi_turn_miss_param",
+    "multi_turn_long_context",
+)
+#: Categories reported apart from the overall score (BFCL's non-scoring ones).
+SEPARATE_CATEGORIES = (FORMAT_SENSITIVITY,)
+#: Names of several categories at once (BFCL's collections restricted to single-turn ones).
+CATEGORY_COLLECTIONS: dict[str, tuple[str, ...]] = {
+    "single_turn": BFCL_CATEGORIES,
+    "non_live": tuple(c for c in BFCL_CATEGORIES if not c.startswith("live_")),
+    "live": tuple(c for c in BFCL_CATEGORIES if c.startswith("live_")),
+    "python": PYTHON_CATEGORIES,
+    "non_python": LANGUAGE_CATEGORIES,
+}
 #: Categories that have no answer file: the verdict depends only on whether a call is made.
 NO_ANSWER_CATEGORIES = ("irrelevance", "live_irrelevance", "live_relevance")
 _ALIASES = {"simple": "simple_python"}
 BFCL_INSTALL_HINT = "pip install --no-deps 'bfcl-eval==2026.3.23' (see the tooluse[eval] extra)"
 
-PYTHON_NOTE = " Note that the provided function is in Python 3 syntax."
+PYTHON_NOTE = language_note("python")
 
 _TYPE_MAP = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
 
@@ -205,11 +244,10 @@ def load_bfcl_category(name: str, *, data_dir: str | Path | None = None) -> list
     """All entries of one BFCL v4 category (``simple`` is an alias of ``simple_python``),
     from the installed ``bfcl-eval`` package or ``data_dir``, paired with their answers."""
     category = _ALIASES.get(name, name)
+    if category == FORMAT_SENSITIVITY:
+        return load_format_sensitivity(data_dir=data_dir)
     if category not in BFCL_CATEGORIES:
-        raise ValueError(
-            f"unknown BFCL category {name!r}; known: {', '.join(BFCL_CATEGORIES)} "
-            "(simple = simple_python)"
-        )
+        raise ValueError(unknown_category_message(name))
     root = Path(data_dir) if data_dir is not None else bfcl_data_dir()
     question = root / f"BFCL_v4_{category}.json"
     answer = root / "possible_answer" / f"BFCL_v4_{category}.json"
@@ -225,17 +263,58 @@ def load_bfcl_category(name: str, *, data_dir: str | Path | None = None) -> list
     return entries
 
 
+def load_format_sensitivity(*, data_dir: str | Path | None = None) -> list[BFCLEntry]:
+    """The format_sensitivity category: BFCL's 200 chosen entries, each once per prompt format
+    (26), with ids ``format_sensitivity_<n>:<format>:<original id>`` in BFCL's order."""
+    root = Path(data_dir) if data_dir is not None else bfcl_data_dir()
+    sources: list[BFCLEntry] = []
+    for category, ids in format_sensitivity_ids(root).items():
+        wanted = set(ids)
+        sources.extend(e for e in load_bfcl_category(category, data_dir=root) if e.id in wanted)
+    entries = []
+    for number, (source, config) in enumerate((s, c) for s in sources for c in FORMAT_CONFIGS):
+        new_id = f"{FORMAT_SENSITIVITY}_{number}:{config}:{source.id}"
+        entries.append(replace(source, id=new_id, category=FORMAT_SENSITIVITY))
+    return entries
+
+
+def unknown_category_message(name: str) -> str:
+    """The error for a name that is no single-turn category: every valid name, and where the
+    multi-turn categories are run instead."""
+    message = f"unknown BFCL category {name!r}"
+    if name in MULTI_TURN_CATEGORY_NAMES:
+        message += f" for this command (run it with: tooluse eval env bfcl:{name})"
+    collections = ", ".join(CATEGORY_COLLECTIONS)
+    return (
+        f"{message}; valid categories: {', '.join(BFCL_CATEGORIES)} (simple = simple_python); "
+        f"apart from the score: {', '.join(SEPARATE_CATEGORIES)}; collections: {collections}; "
+        f"multi-turn (tooluse eval env bfcl:NAME): {', '.join(MULTI_TURN_CATEGORY_NAMES)}"
+    )
+
+
+def expand_categories(names: Iterable[str]) -> list[str]:
+    """Category names with collections expanded and aliases resolved, each once, in order.
+
+    Raises ``ValueError`` listing every valid name on a name that is not one.
+    """
+    out: list[str] = []
+    for name in names:
+        expanded = CATEGORY_COLLECTIONS.get(name, (_ALIASES.get(name, name),))
+        for category in expanded:
+            if category not in BFCL_CATEGORIES and category not in SEPARATE_CATEGORIES:
+                raise ValueError(unknown_category_message(name))
+            if category not in out:
+                out.append(category)
+    return out
+
+
 def load_bfcl_categories(
     names: Iterable[str], *, data_dir: str | Path | None = None
 ) -> list[BFCLEntry]:
-    """Entries of several categories, in the order given (each named once)."""
+    """Entries of several categories or collections (``live``, ``non_python``...), in the
+    order given (each category once). Every name is checked before any file is read."""
     entries: list[BFCLEntry] = []
-    seen: set[str] = set()
-    for name in names:
-        category = _ALIASES.get(name, name)
-        if category in seen:
-            continue
-        seen.add(category)
+    for category in expand_categories(names):
         entries.extend(load_bfcl_category(category, data_dir=data_dir))
     return entries
 
@@ -299,19 +378,22 @@ def _convert_schema(schema: Any) -> Any:
     return out
 
 
-def tool_from_bfcl_function(doc: Mapping[str, Any]) -> ToolDefinition:
+def tool_from_bfcl_function(doc: Mapping[str, Any], *, language: str = "python") -> ToolDefinition:
     """A tool (without implementation) from a BFCL function doc; ``metadata["bfcl_name"]``
-    keeps the original (possibly dotted) name."""
+    keeps the original (possibly dotted) name. The description ends with BFCL's note naming
+    the ``language``; Java and JavaScript parameters are strings holding a value of the
+    declared type, as BFCL shows them (:func:`~tooluse.evals.bfcl.java_js.function_doc_for_model`)."""
     original = str(doc.get("name", ""))
     if not original:
         raise ValueError("a BFCL function doc needs a 'name'")
-    parameters = _convert_schema(doc.get("parameters") or {"type": "object", "properties": {}})
+    shown = function_doc_for_model(doc, language)
+    parameters = _convert_schema(shown.get("parameters") or {"type": "object", "properties": {}})
     parameters["type"] = "object"
     parameters.setdefault("properties", {})
     tool = ToolDefinition.from_schema(
         sanitize_tool_name(original.replace(".", "_")),
         parameters,
-        description=str(doc.get("description", "")) + PYTHON_NOTE,
+        description=str(shown.get("description", "")),
     )
     tool.metadata["bfcl_name"] = original
     return tool
@@ -319,7 +401,8 @@ def tool_from_bfcl_function(doc: Mapping[str, Any]) -> ToolDefinition:
 
 def tools_for_entry(entry: BFCLEntry) -> tuple[tuple[ToolDefinition, ...], dict[str, str]]:
     """The entry's tools and the map from tool name back to the BFCL function name."""
-    tools = tuple(tool_from_bfcl_function(doc) for doc in entry.functions)
+    language = language_of(entry.category)
+    tools = tuple(tool_from_bfcl_function(doc, language=language) for doc in entry.functions)
     names = [t.name for t in tools]
     if len(set(names)) != len(names):
         raise ValueError(f"entry {entry.id!r}: two functions map to the same tool name")

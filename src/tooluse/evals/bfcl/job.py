@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 from tooluse.evals.bfcl.checker import checker_kind
 from tooluse.evals.bfcl.data import BFCLEntry
+from tooluse.evals.bfcl.format_sensitivity import format_sensitivity_summary
+from tooluse.evals.bfcl.overall import bfcl_score, category_results
 from tooluse.evals.bfcl.scorer import (
     BFCL_SYSTEM_PROMPT,
     BFCLOptions,
@@ -127,7 +129,10 @@ def summarize_records(
     items_per_minute: float | None = None,
     seconds: float | None = None,
 ) -> dict[str, Any]:
-    """Per-category accuracy with counts, error types, failures and speed."""
+    """Per-category accuracy with counts, BFCL v4's overall score of those categories
+    (``bfcl_score``: groups, missing and partial categories; see
+    :mod:`tooluse.evals.bfcl.overall`), format_sensitivity's figures apart from it (``None``
+    without such entries), error types, failures and speed."""
     categories: dict[str, dict[str, Any]] = {}
     for record in records:
         score = categories.setdefault(record["category"], {"correct": 0, "total": 0})
@@ -150,6 +155,8 @@ def summarize_records(
         "accuracy": correct / len(records) if records else 0.0,
         "ast_mean": sum(calls) / len(calls) if calls else None,
         "categories": categories,
+        "bfcl_score": bfcl_score(category_results(records)).to_dict(),
+        "format_sensitivity": format_sensitivity_summary(records),
         "error_types": dict(
             Counter(r.get("error_type") or "" for r in records if not r.get("valid"))
         ),

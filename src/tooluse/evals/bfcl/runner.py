@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from tooluse.evals.bfcl.checker import CheckResult
 from tooluse.evals.bfcl.data import BFCLEntry
+from tooluse.evals.bfcl.overall import BFCLScore, CategoryResult, bfcl_score, format_bfcl_score
 from tooluse.evals.bfcl.scorer import score_bfcl_entry_with_usage
 from tooluse.messages import ToolCall, Usage
 from tooluse.providers.base import Backend, SamplingParams
@@ -85,7 +86,8 @@ class BFCLReport:
 
     ``ast_accuracy`` is the unweighted mean over the call-making categories (everything but
     irrelevance), which is how BFCL summarises its AST categories; irrelevance is reported on
-    its own.
+    its own. ``bfcl_score`` is BFCL v4's overall score of the categories run
+    (:mod:`tooluse.evals.bfcl.overall`).
     """
 
     model: str
@@ -125,6 +127,14 @@ class BFCLReport:
         return sum(scores) / len(scores) if scores else None
 
     @property
+    def bfcl_score(self) -> BFCLScore:
+        """BFCL v4's overall score of these categories (missing ones named, counted as 0)."""
+        return bfcl_score(
+            CategoryResult(category=c.category, correct=c.correct, total=c.total)
+            for c in self.categories
+        )
+
+    @property
     def error_types(self) -> dict[str, int]:
         return dict(Counter(o.check.error_type for o in self.outcomes if not o.passed))
 
@@ -139,6 +149,7 @@ class BFCLReport:
                 c.category: {"correct": c.correct, "total": c.total, "accuracy": c.accuracy}
                 for c in self.categories
             },
+            "bfcl_score": self.bfcl_score.to_dict(),
             "error_types": self.error_types,
             "entries": [o.to_dict() for o in self.outcomes],
         }
@@ -158,6 +169,7 @@ class BFCLReport:
         )
         if self.ast_accuracy is not None:
             lines.append(f"{'AST mean (no irr.)':<20}{'':>9}{self.ast_accuracy:>10.1%}")
+        lines.extend(format_bfcl_score(self.bfcl_score.to_dict()))
         for name, count in sorted(self.error_types.items()):
             lines.append(f"  error {name}: {count}")
         return "\n".join(lines)

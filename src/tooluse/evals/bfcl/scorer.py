@@ -5,7 +5,8 @@ result record (see :mod:`tooluse.evals.bfcl.job` for its fields). Prompt styles:
 offers the tools the way the backend takes them (native function calling, else the text
 parser); ``bfcl`` is BFCL's own prompt for models without function calling: the function docs
 as JSON in a system prompt asking for ``[func(a=1), ...]``, and the reply decoded as Python
-calls.
+calls. A ``format_sensitivity`` entry is always asked in its own prompt format and its reply
+decoded in it (:mod:`tooluse.evals.bfcl.format_sensitivity`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from tooluse.evals.bfcl.checker import CheckResult, check_entry, checker_kind
-from tooluse.evals.bfcl.data import PYTHON_NOTE, BFCLEntry, tools_for_entry
+from tooluse.evals.bfcl.data import BFCLEntry, tools_for_entry
+from tooluse.evals.bfcl.format_sensitivity import (
+    decode_formatted_reply,
+    format_of_entry,
+    format_system_prompt,
+    is_format_sensitivity,
+    scoring_category,
+)
+from tooluse.evals.bfcl.java_js import function_doc_for_model, language_of
 from tooluse.loop import run
 from tooluse.messages import ChatMessage, ToolCall, Usage
 from tooluse.providers.base import (
@@ -40,6 +49,7 @@ if TYPE_CHECKING:
     from tooluse.loop_core import RunResult
 
 __all__ = [
+    "BFCL_STYLE_PYTHON_ONLY",
     "BFCL_SYSTEM_PROMPT",
     "BFCLOptions",
     "bfcl_system_prompt",
@@ -109,10 +119,17 @@ class BFCLOptions:
 
 # -- BFCL's prompt style -----------------------------------------------------------------------
 
+#: Why the ``bfcl`` prompt style scores no Java or JavaScript entry.
+BFCL_STYLE_PYTHON_ONLY = (
+    "the bfcl prompt style decodes replies as Python calls; Java and JavaScript entries "
+    "need the native prompt style"
+)
 
-def bfcl_system_prompt(functions: Sequence[Mapping[str, Any]]) -> str:
-    """BFCL's system prompt with the function docs (Python note added) as indented JSON."""
-    docs = [{**f, "description": str(f.get("description", "")) + PYTHON_NOTE} for f in functions]
+
+def bfcl_system_prompt(functions: Sequence[Mapping[str, Any]], language: str = "python") -> str:
+    """BFCL's system prompt with the function docs as indented JSON, as BFCL shows them for
+    the ``language`` (its note added; Java and JavaScript parameters as strings)."""
+    docs = [function_doc_for_model(f, language) for f in functions]
     return BFCL_SYSTEM_PROMPT.format(functions=json.dumps(docs, indent=4))
 
 
@@ -217,11 +234,12 @@ def decode_python_calls(text: str) -> list[dict[str, dict[str, Any]]] | None:
 
 
 def _verdict(entry: BFCLEntry, decoded: list[dict[str, Any]] | None) -> CheckResult:
+    category = scoring_category(entry.category, entry.id)
     if decoded is None:
-        if checker_kind(entry.category) == "irrelevance":
+        if checker_kind(category) == "irrelevance":
             return CheckResult.ok()  # an output that is not a call is no call
         return CheckResult.fail("decoder_failed", "the reply does not decode as function calls")
-    return check_entry(entry.category, entry.functions, decoded, entry.ground_truth)
+    return check_entry(category, entry.functions, decoded, entry.ground_truth)
 
 
 class _RawRecorder(BaseBackend):
@@ -317,13 +335,18 @@ def _run_arguments(
         params = SamplingParams(
             temperature=options.temperature,
             max_tokens=options.max_tokens,
-            parallel_tool_calls=options.parallel_for(entry.category),
+            parallel_tool_calls=options.parallel_for(scoring_category(entry.category, entry.id)),
         )
     offered = list(tools)
+    if is_format_sensitivity(entry.category):  # the entry's own format, whatever the options
+        prompt = format_system_prompt(format_of_entry(entry.id), entry.functions)
+        messages = _with_system(messages, prompt)
+        return messages, offered, {"tools": (), "max_tool_iters": 0, "params": params}
     if options.few_shot:
         messages = _with_system(messages, few_shot_prompt(backend, options.prompt_style))
     if options.prompt_style == "bfcl":
-        messages = _with_system(messages, bfcl_system_prompt(entry.functions))
+        language = language_of(entry.category)
+        messages = _with_system(messages, bfcl_system_prompt(entry.functions, language))
         return messages, offered, {"tools": (), "max_tool_iters": 0, "params": params}
     if options.tools_top_k is not None:
         offered = list(select_tools(tools, latest_request_text(messages), options.tools_top_k))
@@ -338,7 +361,11 @@ def _run_arguments(
 
 
 def _read_reply(
-    result: RunResult, recorder: _RawRecorder, options: BFCLOptions, names: Mapping[str, str]
+    result: RunResult,
+    recorder: _RawRecorder,
+    entry: BFCLEntry,
+    options: BFCLOptions,
+    names: Mapping[str, str],
 ) -> tuple[str, list[dict[str, Any]] | None]:
     """The raw reply and its calls in BFCL's decoded form (``None``: it does not decode)."""
     reply = next((m for m in result.new_messages if m.role == "assistant"), None)
@@ -347,6 +374,8 @@ def _read_reply(
         raw = recorder.raw
     elif reply is not None and reply.tool_calls and not raw:
         raw = json.dumps([{c.name: c.arguments} for c in reply.tool_calls], default=str)
+    if is_format_sensitivity(entry.category):
+        return raw, decode_formatted_reply(raw, format_of_entry(entry.id))
     if options.prompt_style == "bfcl":
         return raw, decode_python_calls(raw)
     calls = reply.tool_calls if reply is not None else ()
@@ -385,6 +414,9 @@ def score_bfcl_entry_with_usage(
     options = options or BFCLOptions()
     record = record_head(entry, model, options)
     started = time.perf_counter()
+    if options.prompt_style == "bfcl" and language_of(entry.category) != "python":
+        failed = _failed(record, "unsupported_prompt_style", BFCL_STYLE_PYTHON_ONLY, None)
+        return {**failed, "tools": []}, Usage()
     try:
         tools, names = tools_for_entry(entry)
     except ValueError as exc:  # counted and listed in the summary, never dropped
@@ -397,7 +429,7 @@ def score_bfcl_entry_with_usage(
     except Exception as exc:  # one failing request must not lose the rest of the run
         failed = _failed(record, "backend_error", f"{type(exc).__name__}: {exc}", started)
         return failed, Usage()
-    raw, decoded = _read_reply(result, recorder, options, names)
+    raw, decoded = _read_reply(result, recorder, entry, options, names)
     verdict = _verdict(entry, decoded)
     usage = result.usage
     scored = {
