@@ -6,6 +6,7 @@ SDKs' response types, and a whole run goes through a real server on 127.0.0.1.""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from tooluse import (
     run,
 )
 from tooluse.events import ToolCallStarted
+from tooluse.message_data import message_from_data, message_to_data
 from tooluse.providers import RetryPolicy, anthropic, bedrock, gemini, openai_chat, openai_responses
 from tooluse.providers.claude_models import claude_capabilities
 from tooluse.providers.prices import cost_of, register_price
@@ -167,6 +169,10 @@ def test_anthropic_search_blocks_decode_to_one_call_and_are_replayed_in_place():
     body = anthropic.encode_request(history, [WEATHER], params, model="claude-sonnet-4-5")
     anthropic_request_adapter().validate_python(body)
     assert body["messages"][1]["content"] == SEARCH_TURN["content"]
+    # a saved run (JSON) keeps the blocks for its replay
+    saved = [message_from_data(json.loads(json.dumps(message_to_data(m)))) for m in history]
+    again = anthropic.encode_request(saved, [WEATHER], params, model="claude-sonnet-4-5")
+    assert again == body
     # another provider gets the call, never the search blocks
     other = openai_chat.encode_request(history, [WEATHER], model="gpt-4o")
     assert "tool_search" not in str(other["messages"])
@@ -288,6 +294,7 @@ WEATHER_FUNCTION = {
     "defer_loading": True,
 }
 SEARCH_OUTPUT: list[dict[str, Any]] = [
+    {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "opaque"},
     {
         "type": "tool_search_call",
         "id": "tsc_1",
@@ -318,6 +325,7 @@ def test_the_responses_search_items_are_valid_output_items():
 
     adapter: TypeAdapter[Any] = TypeAdapter(ResponseOutputItem)
     assert [type(adapter.validate_python(i)).__name__ for i in SEARCH_OUTPUT] == [
+        "ResponseReasoningItem",
         "ResponseToolSearchCall",
         "ResponseToolSearchOutputItem",
         "ResponseFunctionToolCall",
@@ -365,12 +373,14 @@ def test_responses_search_items_are_kept_and_replayed_before_the_call():
     ]
     replayed = openai_responses.encode_request(history, [WEATHER], model="gpt-5.4")
     items = replayed["input"]
-    assert [i.get("type") for i in items[1:4]] == [
+    # the reasoning item stays: the search call after it goes back with its own id
+    assert [i.get("type") for i in items[1:5]] == [
+        "reasoning",
         "tool_search_call",
         "tool_search_output",
         "function_call",
     ]
-    assert items[1] == SEARCH_OUTPUT[0] and items[2] == SEARCH_OUTPUT[1]
+    assert items[2:4] == SEARCH_OUTPUT[1:3]
     adapter: TypeAdapter[Any] = TypeAdapter(ResponseInputItemParam)
     for item in items:
         adapter.validate_python(item)
@@ -414,7 +424,8 @@ def test_a_run_on_responses_uses_the_hosted_search(server):
     first, second = (r.body for r in server.requests)
     assert first["tools"][0] == {"type": "tool_search"}
     assert all(t["defer_loading"] for t in first["tools"][1:]) and len(first["tools"]) == 32
-    assert [i.get("type") for i in second["input"][1:4]] == [
+    assert [i.get("type") for i in second["input"][1:5]] == [
+        "reasoning",
         "tool_search_call",
         "tool_search_output",
         "function_call",
