@@ -1,11 +1,15 @@
 """``ToolSearch``: a large toolset behind one ``search_tools`` tool. The model sees only the
 search tool at first, the tools its query found from the next request on, and every tool of
 the set still runs; a query that matches nothing is answered so; a resumed run keeps what was
-found."""
+found. Where the backend's provider searches tools itself, the run sends every tool deferred
+instead (the wire side is in tests/providers/test_tool_loading.py)."""
 
 from __future__ import annotations
 
-from tooluse import ScriptedBackend, StopReason, ToolCall, ToolDefinition, run
+import pytest
+
+from tooluse import ModelCapabilities, ScriptedBackend, StopReason, ToolCall, ToolDefinition, run
+from tooluse.retrieval import BM25Scorer
 from tooluse.tool_search import ToolSearch
 
 
@@ -91,3 +95,36 @@ def test_a_resumed_run_keeps_the_tools_found(tmp_path):
     later = ScriptedBackend(["ok"])
     resume(later, RunState(messages=state.messages[:1], discovered=state.discovered), tools=tools)
     assert "get_weather" in {t.name for t in later.requests[0].tools}
+
+
+NATIVE = ModelCapabilities(supports_tool_search=True)
+
+
+def test_a_backend_with_its_own_search_gets_every_tool_deferred_but_those_named_always():
+    backend = ScriptedBackend(
+        [[ToolCall(id="w", name="get_weather", arguments={"city": "Oslo"})], "Sunny."],
+        capabilities=NATIVE,
+    )
+    result = run(backend, "Weather?", tools=ToolSearch(many_tools(), always=["get_weather"]))
+    assert result.trail[0].output == "sunny in Oslo"
+    for request in backend.requests:
+        assert len(request.tools) == 81 and "search_tools" not in {t.name for t in request.tools}
+        assert request.params is not None
+        assert len(request.params.deferred_tools) == 80
+        assert "get_weather" not in request.params.deferred_tools
+
+
+def test_native_false_or_a_custom_scorer_keeps_search_tools():
+    for search in (
+        ToolSearch(many_tools(), native=False),
+        ToolSearch(many_tools(), scorer=BM25Scorer()),
+    ):
+        backend = ScriptedBackend(["hi"], capabilities=NATIVE)
+        run(backend, "q", tools=search)
+        assert [t.name for t in backend.requests[0].tools] == ["search_tools"]
+        assert backend.requests[0].params is None
+
+
+def test_native_true_needs_a_backend_with_its_own_search():
+    with pytest.raises(ValueError, match="no tool search of its own"):
+        run(ScriptedBackend(["hi"]), "q", tools=ToolSearch(many_tools(), native=True))

@@ -4,6 +4,7 @@ the starting history (:func:`initial_history`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -178,6 +179,7 @@ def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-on
             f"tool_choice {tool_choice!r} names no given tool (tools: {', '.join(sorted(names))})"
         )
     mode = choose_mode(backend, bool(names), tool_call_parser)
+    params, tool_search = _with_native_search(backend, mode, tool_search, params, names)
     if mode == "none":
         logger.warning(
             "%d tools given but backend %s does not support function calling and no "
@@ -205,6 +207,23 @@ def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-on
         tracer=_run_tracer(tracer),
         tool_search=tool_search,
     )
+
+
+def _with_native_search(
+    backend: Backend,
+    mode: ToolMode,
+    search: ToolSearch | None,
+    params: SamplingParams | None,
+    names: set[str],
+) -> tuple[SamplingParams | None, ToolSearch | None]:
+    """The run's params and tool search: where the provider searches tools itself, every tool
+    goes out deferred (but those named ``always``) and the loop answers no ``search_tools``."""
+    capabilities = getattr(backend, "capabilities", None)
+    supported = mode == "native" and bool(getattr(capabilities, "supports_tool_search", False))
+    if search is None or not search.uses_native(supported):
+        return params, search
+    deferred = frozenset(names - set(search.always))
+    return dataclasses.replace(params or SamplingParams(), deferred_tools=deferred), None
 
 
 def _run_tracer(tracer: Any) -> Any:

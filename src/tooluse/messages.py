@@ -187,12 +187,19 @@ def _json_default(value: Any) -> Any:
 @dataclass(frozen=True, kw_only=True)
 class Usage:
     """Token counts and, when the model's price is known, the cost in USD; adding two gives
-    the sum (a cost is known once any part of it is)."""
+    the sum (a cost is known once any part of it is).
+
+    ``input_tokens`` counts every prompt token; ``cache_read_tokens`` and
+    ``cache_write_tokens`` are the part of them the provider read from or wrote to its prompt
+    cache (0 when it reported none).
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
     cost: float | None = None
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -207,6 +214,8 @@ class Usage:
             output_tokens=self.output_tokens + other.output_tokens,
             requests=self.requests + other.requests,
             cost=cost,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
 

@@ -9,6 +9,12 @@ tools its query matches (BM25 over names, descriptions and parameters, or any
 :class:`~tooluse.retrieval.ToolScorer`) are listed in the answer and offered from the next
 request on, so a request carries the schemas of a handful of tools, not of hundreds. Every
 tool of the set still runs when called. A query that matches nothing is answered so.
+
+Where the backend's provider searches tools itself (``ModelCapabilities.supports_tool_search``:
+Claude 4.5 and later, OpenAI's gpt-5.4 and later on the Responses API), the run uses that search
+instead: every tool but those in ``always`` is sent deferred (``SamplingParams.deferred_tools``)
+and the provider finds and loads them; ``top_k`` is then the provider's. ``native=False`` keeps
+``search_tools``, and so does a custom ``scorer``; ``native=True`` refuses a backend without one.
 """
 
 from __future__ import annotations
@@ -44,7 +50,8 @@ _SEARCH = ToolDefinition.from_schema(
 
 class ToolSearch:
     """``tools`` behind one search tool; ``top_k`` tools are found per query; the tools named
-    in ``always`` are offered from the start."""
+    in ``always`` are offered from the start; ``native`` chooses the provider's own search
+    (``None``: where the backend has one and no ``scorer`` is given)."""
 
     def __init__(
         self,
@@ -53,6 +60,7 @@ class ToolSearch:
         top_k: int = 5,
         scorer: ToolScorer | None = None,
         always: Iterable[str] = (),
+        native: bool | None = None,
     ) -> None:
         if top_k < 1:
             raise ValueError("top_k must be at least 1")
@@ -60,7 +68,20 @@ class ToolSearch:
         self.top_k = top_k
         self.scorer = scorer
         self.always = tuple(always)
+        self.native = native
         self.search_tool = _SEARCH
+
+    def uses_native(self, supported: bool) -> bool:
+        """Whether a run on a backend that does (``supported``) or does not have the provider's
+        own tool search uses it; ``native=True`` without one is an error."""
+        if self.native is True and not supported:
+            raise ValueError(
+                "ToolSearch(native=True): this backend has no tool search of its own "
+                "(ModelCapabilities.supports_tool_search is False)"
+            )
+        if self.native is None:
+            return supported and self.scorer is None
+        return self.native
 
     def search(self, query: str, definitions: Sequence[ToolDefinition]) -> list[ToolDefinition]:
         """The (at most ``top_k``) tools that match ``query``, best first; none when no word

@@ -7,7 +7,9 @@ holds tool blocks; thinking blocks (with their signature) are replayed unchanged
 dropped for any other provider; a forced ``tool_choice`` is downgraded to ``auto`` (with a logged
 warning) when thinking is on or the caller says the model refuses forced choices; sampling
 parameters a model refuses (see :mod:`tooluse.providers.claude_models`) are left out, logged;
-whitespace-only text blocks are not replayed (the API refuses them).
+whitespace-only text blocks are not replayed (the API refuses them); server-tool blocks (a tool
+search's ``server_tool_use`` and ``tool_search_tool_result``) are kept and replayed in place
+(see :mod:`tooluse.providers.tool_loading` for deferred tools and the tools' cache breakpoint).
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ from tooluse.messages import ChatMessage, ProviderState, ToolResult, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.call_ids import CallIdMapper
 from tooluse.providers.claude_models import apply_sampling_rules
+from tooluse.providers.tool_loading import anthropic_tools, is_anthropic_server_block
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
     ResultBatch,
     cut_short,
+    decode_arguments,
     encode_assistant_parts,
     group_turns,
     log,
@@ -110,7 +114,8 @@ def encode_request(
     apply_sampling_rules(body, model)  # newer models refuse temperature/top_p; logged
     declared = tools_for_history(messages, tools)
     if declared:
-        body["tools"] = [tool_schema(t, "anthropic", strict=strict) for t in declared]
+        schemas = [tool_schema(t, "anthropic", strict=strict) for t in declared]
+        body["tools"] = anthropic_tools(schemas, declared, params)
         if tools:
             choice = _tool_choice(
                 normalize_tool_choice(tool_choice, tools),
@@ -200,12 +205,17 @@ def _assistant_blocks(
 
 
 def _usage(data: dict[str, Any] | None) -> Usage:
+    # input_tokens leaves out the cached tokens; they are prompt tokens all the same.
     data = data or {}
-    prompt = sum(
-        int(data.get(key) or 0)
-        for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    read = int(data.get("cache_read_input_tokens") or 0)
+    written = int(data.get("cache_creation_input_tokens") or 0)
+    return Usage(
+        input_tokens=int(data.get("input_tokens") or 0) + read + written,
+        output_tokens=int(data.get("output_tokens") or 0),
+        requests=1,
+        cache_read_tokens=read,
+        cache_write_tokens=written,
     )
-    return Usage(input_tokens=prompt, output_tokens=int(data.get("output_tokens") or 0), requests=1)
 
 
 def _block_into(builder: TurnBuilder, block: dict[str, Any], model: str) -> None:
@@ -215,7 +225,8 @@ def _block_into(builder: TurnBuilder, block: dict[str, Any], model: str) -> None
     elif kind == "thinking":
         state = ProviderState(provider=PROVIDER, model=model, data=dict(block))
         builder.reasoning(block.get("thinking", ""), state)
-    elif kind == "redacted_thinking":
+    elif kind == "redacted_thinking" or is_anthropic_server_block(block):
+        # Opaque to the caller, replayed whole (a tool search's blocks keep its tools loaded).
         builder.reasoning("", ProviderState(provider=PROVIDER, model=model, data=dict(block)))
     elif kind == "tool_use":
         builder.call(make_call(block.get("id"), block.get("name", ""), block.get("input")))
@@ -310,10 +321,10 @@ class AnthropicStreamAssembler:
             return [ReasoningDelta(text=delta.get("thinking", ""))]
         if kind == "signature_delta":
             block.data["signature"] = block.data.get("signature", "") + delta.get("signature", "")
-        elif kind == "input_json_delta" and block.call_number is not None:
+        elif kind == "input_json_delta":  # a call's arguments, or a server tool's input
             text = delta.get("partial_json", "")
             block.pieces.append(text)
-            if text:
+            if text and block.call_number is not None:
                 return [ArgumentsDelta(index=block.call_number, text=text)]
         return []
 
@@ -321,9 +332,11 @@ class AnthropicStreamAssembler:
         if block.closed:
             return []
         block.closed = True
-        if block.call_number is None:
-            return []
         joined = "".join(block.pieces)
+        if block.call_number is None:
+            if joined.strip():  # a server tool's input, whole for its replay
+                block.data["input"] = decode_arguments(joined)[0]
+            return []
         block.data["input"] = joined if joined.strip() else block.data.get("input") or {}
         call = make_call(block.data.get("id"), block.data.get("name", ""), block.data["input"])
         block.data["_call"] = call

@@ -9,6 +9,7 @@ import httpx
 
 from tooluse.providers import anthropic
 from tooluse.providers.base import ModelCapabilities
+from tooluse.providers.claude_models import claude_capabilities
 from tooluse.providers.http_backend import HTTPBackend, StreamAssembler, api_key_from_env
 from tooluse.providers.http_transport import RetryPolicy
 
@@ -23,7 +24,8 @@ class AnthropicBackend(HTTPBackend):
     ``$ANTHROPIC_BASE_URL`` or the Anthropic API.
 
     ``forced_choice_supported=False`` downgrades ``tool_choice="required"``/a tool name to
-    ``auto`` (logged) for models that reject forced tool choice.
+    ``auto`` (logged) for models that reject forced tool choice. Claude 4.5 and later models
+    ``supports_tool_search`` (a ``ToolSearch`` then uses Claude's own tool search).
     """
 
     provider = anthropic.PROVIDER
@@ -66,6 +68,7 @@ class AnthropicBackend(HTTPBackend):
             default_capabilities=ModelCapabilities(
                 supports_tool_choice_required=forced_choice_supported,
                 supports_named_tool_choice=forced_choice_supported,
+                supports_tool_search=claude_capabilities(model).tool_search,
             ),
             strict_tools=strict_tools,
         )

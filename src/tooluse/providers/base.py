@@ -49,7 +49,15 @@ ToolChoice = Union[Literal["auto", "none", "required"], str]
 
 @dataclass(frozen=True, kw_only=True)
 class SamplingParams:
-    """Sampling settings; ``None`` leaves the backend's default."""
+    """Sampling settings and request options; ``None`` leaves the backend's default.
+
+    ``cache_tools`` puts a prompt-cache breakpoint after the tool definitions where the
+    provider takes one (Anthropic ``cache_control``, Bedrock ``cachePoint``; OpenAI and Gemini
+    cache on their own). ``deferred_tools`` names tools the provider's own tool search loads on
+    demand (sent marked deferred, with the provider's search tool); the loop sets it for a
+    :class:`~tooluse.tool_search.ToolSearch` when the backend ``supports_tool_search``, and
+    wires without tool search send every tool as usual.
+    """
 
     temperature: float | None = None
     max_tokens: int | None = None
@@ -58,6 +66,8 @@ class SamplingParams:
     seed: int | None = None
     parallel_tool_calls: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    cache_tools: bool = False
+    deferred_tools: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,6 +88,8 @@ class ModelCapabilities:
     supports_error_results: bool = True
     # Whether images and files in tool results can be sent (else their text placeholders are).
     supports_vision: bool = True
+    # Whether the provider searches deferred tools itself (SamplingParams.deferred_tools).
+    supports_tool_search: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

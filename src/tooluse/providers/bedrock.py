@@ -8,7 +8,8 @@ and a named choice is refused on models other than Claude and Nova; user text ri
 gets a short assistant turn in between (roles must alternate); reasoning blocks with their
 signature are replayed only to Bedrock and the same model; Claude models get only the sampling
 parameters they accept (see :mod:`tooluse.providers.claude_models`); whitespace-only text
-blocks are not replayed (Converse refuses blank text).
+blocks are not replayed (Converse refuses blank text); ``SamplingParams(cache_tools=True)`` ends
+``toolConfig.tools`` with a ``cachePoint``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.call_ids import CallIdMapper
 from tooluse.providers.claude_models import apply_sampling_rules
 from tooluse.providers.openai_chat import result_text
+from tooluse.providers.tool_loading import bedrock_tools
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
     ResultBatch,
@@ -100,9 +102,8 @@ def encode_request(
         body["system"] = [{"text": system}]
     declared = tools_for_history(messages, tools)
     if declared:
-        config: dict[str, Any] = {
-            "tools": [tool_schema(t, "bedrock", strict=strict) for t in declared]
-        }
+        schemas = [tool_schema(t, "bedrock", strict=strict) for t in declared]
+        config: dict[str, Any] = {"tools": bedrock_tools(schemas, params)}
         choice = _tool_choice(tools, tool_choice, model)
         if choice is not None:
             config["toolChoice"] = choice
@@ -240,11 +241,15 @@ def _usage(data: dict[str, Any] | None) -> Usage:
     # Prompt caching reports cached tokens apart from inputTokens; they are still prompt
     # tokens (counted as Anthropic's cache_read/cache_creation tokens are).
     data = data or {}
-    prompt = sum(
-        int(data.get(key) or 0)
-        for key in ("inputTokens", "cacheReadInputTokens", "cacheWriteInputTokens")
+    read = int(data.get("cacheReadInputTokens") or 0)
+    written = int(data.get("cacheWriteInputTokens") or 0)
+    return Usage(
+        input_tokens=int(data.get("inputTokens") or 0) + read + written,
+        output_tokens=int(data.get("outputTokens") or 0),
+        requests=1,
+        cache_read_tokens=read,
+        cache_write_tokens=written,
     )
-    return Usage(input_tokens=prompt, output_tokens=int(data.get("outputTokens") or 0), requests=1)
 
 
 def _block_into(builder: TurnBuilder, block: dict[str, Any], model: str) -> None:

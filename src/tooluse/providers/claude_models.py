@@ -10,6 +10,9 @@ are sent anyway:
   and ``top_p`` may not both be set ("cannot both be specified for this model").
 - Older models (Claude 3.x, Claude 4.0) take both.
 
+Claude 4.5 and later (Sonnet, Opus and Haiku 4.5, every 4.6+ and generation-5 model) have the
+server-side tool search tool (``tool_search``; Bedrock offers it only outside Converse).
+
 The same models behave the same on Bedrock. :func:`apply_sampling_rules` removes what a model
 refuses from a request body, with a logged warning naming what was dropped and why, as the
 adapters do for a ``tool_choice`` a model cannot honour. Unknown model ids are left alone.
@@ -40,10 +43,12 @@ class ClaudeCapabilities:
     """What one Claude model accepts.
 
     ``sampling``: ``any`` (temperature, top_p, top_k as given), ``one_of`` (temperature or
-    top_p, not both) or ``none`` (no sampling parameters at all).
+    top_p, not both) or ``none`` (no sampling parameters at all). ``tool_search``: whether the
+    model takes the tool search tool and deferred tools.
     """
 
     sampling: SamplingRule = "any"
+    tool_search: bool = False
 
 
 def claude_version(model: str) -> tuple[str, int, int] | None:
@@ -59,15 +64,17 @@ def claude_version(model: str) -> tuple[str, int, int] | None:
 
 
 def claude_capabilities(model: str) -> ClaudeCapabilities:
-    """The capabilities of ``model`` (everything allowed for ids that are not Claude's)."""
+    """The capabilities of ``model`` (all sampling allowed, no tool search, for ids that are
+    not Claude's)."""
     version = claude_version(model)
     if version is None:
         return ClaudeCapabilities()
     family, major, minor = version
+    tool_search = major >= 5 or (major == 4 and minor >= 5)
     if major >= 5 or (major == 4 and minor >= 7 and family == "opus"):
-        return ClaudeCapabilities(sampling="none")
+        return ClaudeCapabilities(sampling="none", tool_search=tool_search)
     if major == 4 and minor >= 1:
-        return ClaudeCapabilities(sampling="one_of")
+        return ClaudeCapabilities(sampling="one_of", tool_search=tool_search)
     return ClaudeCapabilities()
 
 

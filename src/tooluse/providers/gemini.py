@@ -191,7 +191,10 @@ def _usage(data: dict[str, Any] | None) -> Usage:
     data = data or {}
     output = int(data.get("candidatesTokenCount") or 0) + int(data.get("thoughtsTokenCount") or 0)
     return Usage(
-        input_tokens=int(data.get("promptTokenCount") or 0), output_tokens=output, requests=1
+        input_tokens=int(data.get("promptTokenCount") or 0),
+        output_tokens=output,
+        requests=1,
+        cache_read_tokens=int(data.get("cachedContentTokenCount") or 0),  # part of the prompt's
     )
 
 

@@ -15,6 +15,7 @@ from tooluse.providers.base import GenerationResult, ModelCapabilities
 from tooluse.providers.call_ids import IdStyle
 from tooluse.providers.http_backend import HTTPBackend, StreamAssembler, api_key_from_env
 from tooluse.providers.http_transport import RetryPolicy
+from tooluse.providers.tool_loading import responses_tool_search_supported
 
 __all__ = ["OpenAIBackend"]
 
@@ -29,7 +30,8 @@ class OpenAIBackend(HTTPBackend):
     ``timeout`` is in seconds; ``max_retries`` retries 429/5xx/timeouts with backoff.
     ``id_style="mistral"`` maps call ids to Mistral's 9-character form.
     Assistant turns without text send ``"content": null`` to OpenAI itself and ``""`` to any
-    other server (several compatible servers reject null).
+    other server (several compatible servers reject null). On the Responses API, OpenAI's
+    gpt-5.4 and later ``supports_tool_search`` (a ``ToolSearch`` then uses the hosted search).
     """
 
     provider = "openai"
@@ -73,7 +75,12 @@ class OpenAIBackend(HTTPBackend):
             retry=retry,
             max_retries=max_retries,
             capabilities=capabilities,
-            default_capabilities=ModelCapabilities(supports_error_results=False),
+            default_capabilities=ModelCapabilities(
+                supports_error_results=False,
+                supports_tool_search=api == "responses"
+                and base.rstrip("/") == OPENAI_URL
+                and responses_tool_search_supported(model),
+            ),
             strict_tools=strict_tools,
         )
 

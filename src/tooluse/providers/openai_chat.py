@@ -179,10 +179,13 @@ def _apply_params(
 
 def _usage(data: dict[str, Any] | None) -> Usage:
     data = data or {}
+    details = data.get("prompt_tokens_details") or {}  # cached tokens are part of the prompt's
     return Usage(
         input_tokens=int(data.get("prompt_tokens") or 0),
         output_tokens=int(data.get("completion_tokens") or 0),
         requests=1,
+        cache_read_tokens=int(details.get("cached_tokens") or 0),
+        cache_write_tokens=int(details.get("cache_write_tokens") or 0),
     )
 
 

@@ -7,6 +7,8 @@ their original position, only to the same provider and model: reasoning models r
 replayed without its reasoning item, and a reasoning item replayed without the item that
 followed it ("reasoning provided without its required following item"). So a reasoning item
 goes back only when the next item goes back with its original id; otherwise it is left out.
+A hosted tool search's ``tool_search_call`` / ``tool_search_output`` items are kept and replayed
+the same way (see :mod:`tooluse.providers.tool_loading` for deferred tools).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from tooluse.messages import ChatMessage, ProviderState, TextPart, ToolCall, Too
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.call_ids import CallIdMapper
 from tooluse.providers.openai_chat import result_text
+from tooluse.providers.tool_loading import RESPONSES_SEARCH_ITEMS, responses_tools
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
     ResultBatch,
@@ -49,6 +52,9 @@ __all__ = ["DIALECT", "PROVIDER", "ResponsesStreamAssembler", "decode_response",
 PROVIDER = "openai"
 #: The schema dialect of this wire (tool definitions and tool names).
 DIALECT = "openai_responses"
+# Provider state replayed as the item it was, and the items a reasoning item may precede.
+_REPLAYED_ITEMS = frozenset({"reasoning", *RESPONSES_SEARCH_ITEMS})
+_FOLLOWING_ITEMS = frozenset({"message", "function_call", *RESPONSES_SEARCH_ITEMS})
 
 
 def encode_request(
@@ -81,7 +87,8 @@ def encode_request(
     if model:
         body["model"] = model
     if tools:
-        body["tools"] = [tool_schema(t, "openai_responses", strict=strict) for t in tools]
+        schemas = [tool_schema(t, "openai_responses", strict=strict) for t in tools]
+        body["tools"] = responses_tools(schemas, tools, params)
         choice = normalize_tool_choice(tool_choice, tools)
         body["tool_choice"] = (
             {"type": "function", "name": wire_name(choice[1], DIALECT)}
@@ -147,9 +154,9 @@ def _assistant_items(
                 replace(message, parts=(part,)),
                 PROVIDER,
                 model,
-                # only whole reasoning items go back (not other state of this provider)
+                # only whole reasoning and tool search items go back (no other state)
                 reasoning=lambda state: (
-                    dict(state.data) if state.data.get("type") == "reasoning" else None
+                    dict(state.data) if state.data.get("type") in _REPLAYED_ITEMS else None
                 ),
                 text=lambda text: {"role": "assistant", "content": text},
                 call=call_item,
@@ -203,7 +210,7 @@ def _with_following_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if item.get("type") == "reasoning":
             follower = next((x for x in items[i + 1 :] if x.get("type") != "reasoning"), None)
             orphaned = follower is None or not (
-                follower.get("type") in ("message", "function_call") and follower.get("id")
+                follower.get("type") in _FOLLOWING_ITEMS and follower.get("id")
             )
             if orphaned:
                 log.info(
@@ -220,10 +227,13 @@ def _with_following_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _usage(data: dict[str, Any] | None) -> Usage:
     data = data or {}
+    details = data.get("input_tokens_details") or {}  # cached tokens are part of input_tokens
     return Usage(
         input_tokens=int(data.get("input_tokens") or 0),
         output_tokens=int(data.get("output_tokens") or 0),
         requests=1,
+        cache_read_tokens=int(details.get("cached_tokens") or 0),
+        cache_write_tokens=int(details.get("cache_write_tokens") or 0),
     )
 
 
@@ -256,6 +266,8 @@ def decode_response(body: dict[str, Any], *, model: str = "") -> GenerationResul
             parts = item.get("content")
             parts = parts if isinstance(parts, list) else []
             refused = refused or any(c.get("type") == "refusal" for c in parts)
+        elif kind in RESPONSES_SEARCH_ITEMS:  # replayed whole: the tools it loaded stay loaded
+            builder.reasoning("", ProviderState(provider=PROVIDER, model=model, data=dict(item)))
         elif kind == "function_call":
             state = ProviderState(provider=PROVIDER, model=model, data={"item_id": item.get("id")})
             builder.call(

@@ -1,12 +1,14 @@
 """What a request to a hosted model cost: a dated price table (``data/prices.json``, USD per
 million tokens, standard requests) and :func:`cost_of`, which the HTTP backends use to fill
-``Usage.cost``. A model the table does not know has no cost (``None``), never a guess.
+``Usage.cost``. A model the table does not know has no cost (``None``), never a guess. Cached
+prompt tokens are counted at the entry's ``cache_read`` / ``cache_write`` price when it has one,
+else at its input price.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -22,10 +24,13 @@ _REGISTERED: dict[tuple[str, str], Price] = {}
 
 @dataclass(frozen=True, kw_only=True)
 class Price:
-    """USD per million input and output tokens."""
+    """USD per million input and output tokens, and prompt tokens read from / written to the
+    provider's cache (``None``: at the input price)."""
 
     input: float
     output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
 
 
 @lru_cache(maxsize=1)
@@ -40,9 +45,31 @@ def prices_as_of() -> str:
     return str(_table()["as_of"])
 
 
-def register_price(provider: str, model: str, *, input: float, output: float) -> None:
+def register_price(
+    provider: str,
+    model: str,
+    *,
+    input: float,
+    output: float,
+    cache_read: float | None = None,
+    cache_write: float | None = None,
+) -> None:
     """Use this price for ``model`` (and the dated versions it prefixes) from now on."""
-    _REGISTERED[(provider, model)] = Price(input=input, output=output)
+    _REGISTERED[(provider, model)] = Price(
+        input=input, output=output, cache_read=cache_read, cache_write=cache_write
+    )
+
+
+def _entry(data: dict[str, Any]) -> Price:
+    def optional(key: str) -> float | None:
+        return float(data[key]) if data.get(key) is not None else None
+
+    return Price(
+        input=float(data["input"]),
+        output=float(data["output"]),
+        cache_read=optional("cache_read"),
+        cache_write=optional("cache_write"),
+    )
 
 
 def price_of(provider: str, model: str) -> Price | None:
@@ -50,8 +77,7 @@ def price_of(provider: str, model: str) -> Price | None:
     (``gpt-4o-mini-2024-07-18`` is ``gpt-4o-mini``); ``None`` when the table has none."""
     table_name = _PROVIDER_TABLE.get(provider, provider)
     known: dict[str, Price] = {
-        name: Price(input=float(p["input"]), output=float(p["output"]))
-        for name, p in _table()["prices"].get(table_name, {}).items()
+        name: _entry(p) for name, p in _table()["prices"].get(table_name, {}).items()
     }
     known.update({m: p for (prov, m), p in _REGISTERED.items() if prov == provider})
     name = model.split("/")[-1]
@@ -66,10 +92,12 @@ def cost_of(usage: Usage, provider: str, model: str) -> Usage:
     price = price_of(provider, model)
     if price is None:
         return usage
-    cost = (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1_000_000
-    return Usage(
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        requests=usage.requests,
-        cost=round(cost, 10),
-    )
+    read, written = usage.cache_read_tokens, usage.cache_write_tokens
+    uncached = max(usage.input_tokens - read - written, 0)
+    cost = (
+        uncached * price.input
+        + read * (price.input if price.cache_read is None else price.cache_read)
+        + written * (price.input if price.cache_write is None else price.cache_write)
+        + usage.output_tokens * price.output
+    ) / 1_000_000
+    return replace(usage, cost=round(cost, 10))
