@@ -82,8 +82,12 @@ def test_reading_refuses_a_model_file_and_tensors_of_another_shape(tmp_path):
         read_lora_gguf(default_model_path(), n_layers=30, n_head=9, n_head_kv=3)
     deep = _tensors()
     deep = {key.replace("layers.0", "layers.3"): value for key, value in deep.items()}
-    path = write_lora_gguf(deep, LoraShape(alpha=8.0, n_layers=4, n_head=2, n_head_kv=1), tmp_path / "d.gguf")
-    with pytest.raises(ValueError, match="blk.3.attn_q.weight.lora_a is not a LoRA tensor of this model"):
+    path = write_lora_gguf(
+        deep, LoraShape(alpha=8.0, n_layers=4, n_head=2, n_head_kv=1), tmp_path / "d.gguf"
+    )
+    with pytest.raises(
+        ValueError, match="blk.3.attn_q.weight.lora_a is not a LoRA tensor of this model"
+    ):
         read_lora_gguf(path, n_layers=2, n_head=2, n_head_kv=1)
 
 

@@ -216,7 +216,7 @@ def test_tiny_grpo_run_exports_an_adapter_llama_cpp_loads_and_resumes(tmp_path):
     assert step["step"] == 1 and 0.0 <= step["reward"] <= 1.0 and step["seconds"] > 0
     assert step["completion_tokens"] <= 32
     assert card["metrics"]["reward_first"] == card["metrics"]["reward_last"] == step["reward"]
-    assert card["wall_seconds"] > 0 and card["resumed_from"] is None
+    assert card["wall_seconds"] > 0 and card["cpu_seconds"] > 0 and card["resumed_from"] is None
     adapter = out / "adapter.gguf"
     assert adapter.stat().st_size == card["adapter_bytes"] > 0
 

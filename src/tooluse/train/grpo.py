@@ -390,9 +390,9 @@ def run_grpo(options: GRPOOptions, *, renderer: RolloutRenderer) -> dict[str, An
         last = stack.transformers.trainer_utils.get_last_checkpoint(
             str(options.out / "checkpoints")
         )
-        started = time.monotonic()
+        started, cpu_started = time.monotonic(), time.process_time()
         trainer.train(resume_from_checkpoint=last)
-        seconds = time.monotonic() - started
+        seconds, cpu_seconds = time.monotonic() - started, time.process_time() - cpu_started
     adapter = export_adapter(stack, trainer.model, alpha, options.out / ADAPTER_FILE)
     card = {
         "adapter": str(adapter),
@@ -408,6 +408,8 @@ def run_grpo(options: GRPOOptions, *, renderer: RolloutRenderer) -> dict[str, An
         "start_adapter": str(options.start_adapter) if options.start_adapter else None,
         "resumed_from": Path(last).name if last else None,
         "wall_seconds": round(seconds, 1),
+        # the CPU time of this process's threads: the wall time over a busy machine's share
+        "cpu_seconds": round(cpu_seconds, 1),
         "metrics": _metrics(trainer),
         "options": {
             k: (str(v) if isinstance(v, Path) else v)
