@@ -66,6 +66,7 @@ def tools_file(tmp_path):
         (["serve"], "serve"),
         (["eval", "bfcl", "-m", "local", "--limit", "1"], "local"),
         (["train", "sft", "--env", "math:arithmetic", "--out", "/tmp/never-written"], "train"),
+        (["train", "grpo", "--env", "math:arithmetic", "--out", "/tmp/never-written"], "train"),
     ],
 )
 def test_command_names_the_extra_in_one_line(args, extra):

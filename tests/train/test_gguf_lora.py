@@ -9,7 +9,7 @@ import pytest
 
 gguf = pytest.importorskip("gguf")
 
-from tooluse.train.gguf_lora import LoraShape, write_lora_gguf  # noqa: E402
+from tooluse.train.gguf_lora import LoraShape, read_lora_gguf, write_lora_gguf  # noqa: E402
 
 SHAPE = LoraShape(alpha=8.0, n_layers=1, n_head=2, n_head_kv=1)
 
@@ -60,6 +60,35 @@ def test_a_failed_write_leaves_the_old_adapter_and_no_partial_file(tmp_path, mon
         write_lora_gguf(_tensors(scale=2.0), SHAPE, target)
     assert target.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["adapter.gguf"]
+
+
+def test_reading_an_adapter_back_gives_peft_names_and_the_original_rows(tmp_path):
+    original = _tensors()
+    path = write_lora_gguf(original, SHAPE, tmp_path / "a.gguf", dtype="f32")
+    adapter = read_lora_gguf(path, n_layers=1, n_head=2, n_head_kv=1)
+    assert adapter.alpha == 8.0 and adapter.rank == 4
+    assert adapter.modules == ("down_proj", "q_proj")
+    # peft's names without the adapter name, the query rows back in transformers' order
+    expected = {key.replace(".default", ""): value for key, value in original.items()}
+    assert set(adapter.tensors) == set(expected)
+    for key, value in expected.items():
+        np.testing.assert_array_equal(adapter.tensors[key], value)
+
+
+def test_reading_refuses_a_model_file_and_tensors_of_another_shape(tmp_path):
+    from tooluse.local.model_files import default_model_path
+
+    with pytest.raises(ValueError, match="not a GGUF LoRA adapter"):
+        read_lora_gguf(default_model_path(), n_layers=30, n_head=9, n_head_kv=3)
+    deep = _tensors()
+    deep = {key.replace("layers.0", "layers.3"): value for key, value in deep.items()}
+    path = write_lora_gguf(
+        deep, LoraShape(alpha=8.0, n_layers=4, n_head=2, n_head_kv=1), tmp_path / "d.gguf"
+    )
+    with pytest.raises(
+        ValueError, match="blk.3.attn_q.weight.lora_a is not a LoRA tensor of this model"
+    ):
+        read_lora_gguf(path, n_layers=2, n_head=2, n_head_kv=1)
 
 
 def test_rejects_tensors_that_are_not_lora(tmp_path):

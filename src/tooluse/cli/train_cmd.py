@@ -5,6 +5,7 @@
     tooluse train sft --env math:arithmetic --size 1000 --steps 300 --out runs/sft
     tooluse train sft --data sft.jsonl --out runs/sft --max-minutes 60
     tooluse train rft --env math:arithmetic --rounds 3 --samples 4 --out runs/rft
+    tooluse train grpo --env math:arithmetic --steps 20 --generations 4 --out runs/grpo
 
 Writes ``OUT/adapter.gguf`` (a llama.cpp LoRA adapter: ``LlamaCppBackend(...,
 lora_path=...)``) and ``OUT/card.json``; checkpoints go to ``OUT/checkpoints`` and the same
@@ -227,12 +228,100 @@ def rft_command(  # noqa: PLR0913 - one parameter per command-line option
         raise _fail(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
 
 
+GenerationsOption = Annotated[
+    int, typer.Option("--generations", "-g", help="Episodes per task in a group (GRPO's G, >= 2).")
+]
+CompletionOption = Annotated[
+    int,
+    typer.Option(
+        "--max-completion-length",
+        help="Tokens after the prompt: the model's turns and the tool results between them.",
+    ),
+]
+
+
+def grpo_command(  # noqa: PLR0913 - one parameter per command-line option
+    out: OutOption,
+    env: Annotated[str, typer.Option("--env", "-e", help="The environment.")] = "math:arithmetic",
+    split: SplitOption = "train",
+    size: Annotated[int, typer.Option("--size", help="Train tasks.")] = 64,
+    seed: SeedOption = 0,
+    steps: Annotated[int, typer.Option("--steps", help="Optimiser steps.")] = 20,
+    generations: GenerationsOption = 4,
+    prompts_per_step: Annotated[
+        int, typer.Option("--prompts-per-step", help="Tasks per step (each played G times).")
+    ] = 1,
+    max_completion_length: CompletionOption = 160,
+    max_turns: Annotated[int, typer.Option("--max-turns", help="Model turns per episode.")] = 3,
+    temperature: TemperatureOption = 1.0,
+    learning_rate: RateOption = 1e-5,
+    rank: RankOption = 16,
+    save_steps: Annotated[int, typer.Option("--save-steps", help="Checkpoint every N steps.")] = 10,
+    max_minutes: MinutesOption = None,
+    adapter: Annotated[
+        Path | None,
+        typer.Option("--adapter", help="Go on from a train sft adapter (GGUF); its rank wins."),
+    ] = None,
+    base: BaseOption = None,
+    quiet: QuietOption = False,
+) -> None:
+    """GRPO with the environment's own rewards; write OUT/adapter.gguf and OUT/card.json."""
+    from tooluse.errors import BackendError
+    from tooluse.train.data import TrainDataError
+    from tooluse.train.grpo import GRPOOptions, check_grpo_options, run_grpo
+    from tooluse.train.runtime import import_training_stack
+
+    options = GRPOOptions(
+        out=out,
+        environment=env,
+        split=split,
+        size=size,
+        steps=steps,
+        generations=generations,
+        prompts_per_step=prompts_per_step,
+        max_completion_length=max_completion_length,
+        max_turns=max_turns,
+        temperature=temperature,
+        learning_rate=learning_rate,
+        lora_rank=rank,
+        lora_alpha=2.0 * rank,
+        seed=seed,
+        save_steps=save_steps,
+        max_minutes=max_minutes,
+        start_adapter=adapter,
+        base_model=base,
+        progress=not quiet,
+    )
+    try:
+        check_grpo_options(options)
+        import_training_stack()  # a missing extra is named before any work is done
+        from tooluse.local.backend import LlamaCppBackend
+
+        renderer = LlamaCppBackend(base, n_ctx=512) if base else LlamaCppBackend.default(n_ctx=512)
+        try:
+            card = run_grpo(options, renderer=renderer)
+        finally:
+            renderer.close()
+    except (TrainDataError, BackendError, KeyError, ValueError) as exc:
+        raise _fail(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
+    metrics = card["metrics"]
+    typer.echo(
+        f"{metrics['steps']} steps in {card['wall_seconds']} s ({metrics['seconds_per_step']} s "
+        f"a step), reward {metrics['reward_first']} -> {metrics['reward_last']}"
+    )
+    typer.echo(
+        f"adapter {card['adapter']} ({card['adapter_bytes']} bytes), card {out / 'card.json'}"
+    )
+
+
 def register(app: typer.Typer) -> None:
     """Attach ``train`` and its commands to the main app."""
     train_app = typer.Typer(
         help="Train the local model on tooluse's environments: `train sft` (LoRA, GGUF "
-        "adapter) and `train rft` (rejection sampling)."
+        "adapter), `train rft` (rejection sampling) and `train grpo` (the environment's "
+        "rewards)."
     )
     app.add_typer(train_app, name="train")
     train_app.command("sft")(sft_command)
     train_app.command("rft")(rft_command)
+    train_app.command("grpo")(grpo_command)

@@ -27,7 +27,17 @@ from typing import Any
 from tooluse.train.data import TrainDataError, TrainExample
 from tooluse.train.runtime import TrainingStack, import_training_stack
 
-__all__ = ["ADAPTER_FILE", "CARD_FILE", "SFTOptions", "load_base_model", "run_sft", "write_json"]
+__all__ = [
+    "ADAPTER_FILE",
+    "CARD_FILE",
+    "TARGET_MODULES",
+    "SFTOptions",
+    "export_adapter",
+    "load_base_model",
+    "run_sft",
+    "stop_after",
+    "write_json",
+]
 
 ADAPTER_FILE = "adapter.gguf"
 CARD_FILE = "card.json"
@@ -83,7 +93,7 @@ def load_base_model(stack: TrainingStack, gguf_path: Path) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def _stop_after(stack: TrainingStack, minutes: float) -> Any:
+def stop_after(stack: TrainingStack, minutes: float) -> Any:
     """A callback ending the run (with a checkpoint) once ``minutes`` have passed."""
     deadline = time.monotonic() + 60.0 * minutes
 
@@ -143,7 +153,7 @@ def _trainer(stack: TrainingStack, examples: Sequence[TrainExample], options: SF
         target_modules=list(TARGET_MODULES),
         task_type="CAUSAL_LM",
     )
-    callbacks = [_stop_after(stack, options.max_minutes)] if options.max_minutes else []
+    callbacks = [stop_after(stack, options.max_minutes)] if options.max_minutes else []
     return stack.trl.SFTTrainer(
         model=model,
         args=config,
@@ -154,22 +164,23 @@ def _trainer(stack: TrainingStack, examples: Sequence[TrainExample], options: SF
     )
 
 
-def _export(stack: TrainingStack, trainer: Any, options: SFTOptions) -> Path:
+def export_adapter(stack: TrainingStack, model: Any, alpha: float, path: Path) -> Path:
+    """Write the LoRA tensors of the peft ``model`` to ``path`` as a llama.cpp GGUF adapter."""
     from tooluse.train.gguf_lora import LoraShape, write_lora_gguf
 
-    config = trainer.model.config
+    config = model.config
     tensors = {
         key: value.detach().to(stack.torch.float32).cpu().numpy()
-        for key, value in trainer.model.state_dict().items()
+        for key, value in model.state_dict().items()
         if ".lora_" in key
     }
     shape = LoraShape(
-        alpha=options.lora_alpha,
+        alpha=alpha,
         n_layers=config.num_hidden_layers,
         n_head=config.num_attention_heads,
         n_head_kv=config.num_key_value_heads,
     )
-    return write_lora_gguf(tensors, shape, options.out / ADAPTER_FILE)
+    return write_lora_gguf(tensors, shape, path)
 
 
 def _metrics(trainer: Any, seconds: float) -> dict[str, Any]:
@@ -200,7 +211,7 @@ def run_sft(
     started = time.monotonic()
     trainer.train(resume_from_checkpoint=last)
     seconds = time.monotonic() - started
-    adapter = _export(stack, trainer, options)
+    adapter = export_adapter(stack, trainer.model, options.lora_alpha, options.out / ADAPTER_FILE)
     card = {
         "adapter": str(adapter),
         "adapter_bytes": adapter.stat().st_size,
