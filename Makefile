@@ -91,7 +91,7 @@ mutation: install
 TRAIN_OUT ?= runs/train
 train: install
 	# The embedded model's adapter, as shipped: SFT on four scripted teachers (train splits),
-	# then base against trained on the test splits (benchmarks/results/train.json). About 45
+	# then base against trained on the test splits (benchmarks/results/train.json). About 30
 	# minutes of training and 60 of evaluation on 2 idle cores; run nothing else beside it.
 	$(VENV)/bin/tooluse train sft --env math:arithmetic --env reasoning_gym:basic_arithmetic \
 	  --env reasoning_gym:chain_sum --env reasoning_gym:products --split train --size 120 \

@@ -419,7 +419,7 @@ def rows_local(r: Results) -> list[str]:
 def rows_evals(r: Results) -> list[str]:
     f = r.figures("evals")
     o, m = f["engine_overhead"], f["embedded_model"]
-    return [
+    rows = [
         _row(
             "evals",
             "run engine, 120 items sleeping 50 ms, 2 workers",
@@ -428,16 +428,35 @@ def rows_evals(r: Results) -> list[str]:
             f"local threads: {o['local']['items_per_minute']:.0f} items/min "
             f"({o['local']['overhead_vs_ideal']:.2f}x)",
             f"{o['ray_vs_local']:.2f}x",
-        ),
-        _row(
-            "evals",
-            f"embedded model on {m['items']} BFCL entries",
-            f"Ray, {m['ray']['workers']} actors: {m['ray']['items_per_minute']:.1f} items/min",
-            f"local, {m['local']['workers']} worker: {m['local']['items_per_minute']:.1f} "
-            "items/min",
-            f"{m['ray_vs_local']:.2f}x ({'same' if m['same_verdicts'] else 'DIFFERENT'} verdicts)",
-        ),
+        )
     ]
+    one = o.get("one_second_items")
+    if one:  # results of the benchmark since it measures one-second items
+        rows.append(
+            _row(
+                "evals",
+                "run engine, 16 items of 1 s, 2 workers",
+                f"Ray: {one['ray_cold']['overhead_vs_ideal']:.2f}x the ideal time with new "
+                f"actors, {one['ray_warm']['overhead_vs_ideal']:.2f}x with the last run's",
+                f"local threads: {one['local']['overhead_vs_ideal']:.2f}x",
+                f"{one['local']['seconds'] / one['ray_warm']['seconds']:.2f}x",
+            )
+        )
+    runs = [w for w in (1, 2) if f"ray_{w}" in m] or [0]
+    for w in runs:
+        ray_run, local = (m[f"ray_{w}"], m[f"local_{w}"]) if w else (m["ray"], m["local"])
+        verdicts = "same" if m["same_verdicts"] else "DIFFERENT"
+        rows.append(
+            _row(
+                "evals",
+                f"embedded model on {m['items']} BFCL entries",
+                f"Ray, {ray_run['workers']} actor(s): {ray_run['items_per_minute']:.1f} items/min",
+                f"local, {local['workers']} worker(s): {local['items_per_minute']:.1f} items/min",
+                f"{ray_run['items_per_minute'] / local['items_per_minute']:.2f}x "
+                f"({verdicts} verdicts)",
+            )
+        )
+    return rows
 
 
 def _right(answers: dict[str, bool]) -> str:
@@ -622,12 +641,71 @@ def render_format_peak(r: Results) -> str:
     return f"{_span(peaks, '.1f')}x"
 
 
+def _rate(row: dict[str, Any] | None) -> str:
+    if not row:
+        return "-"
+    return f"{row['rate']:.0%} ({row['correct']}/{row['total']})"
+
+
+def _change(row: dict[str, Any]) -> str:
+    if "base" not in row or "trained" not in row:
+        return ""
+    points = (row["trained"]["rate"] - row["base"]["rate"]) * 100
+    return f"{points:+.0f}"
+
+
+def _train_rows(evaluations: dict[str, Any]) -> list[str]:
+    lines = []
+    for name, row in evaluations.items():
+        if name == "bfcl":
+            continue
+        lines.append(
+            f"| {name} (test) | {_rate(row.get('base'))} | {_rate(row.get('trained'))} "
+            f"| {_change(row)} |"
+        )
+    bfcl = evaluations.get("bfcl")
+    if bfcl:
+        categories = (bfcl.get("trained") or bfcl.get("base") or {}).get("categories", {})
+        for category in categories:
+            cells = {
+                k: bfcl[k]["categories"].get(category) for k in ("base", "trained") if k in bfcl
+            }
+            lines.append(
+                f"| BFCL {category} | {_rate(cells.get('base'))} "
+                f"| {_rate(cells.get('trained'))} | {_change(cells)} |"
+            )
+        lines.append(
+            f"| **BFCL single-turn, all** | {_rate(bfcl.get('base'))} "
+            f"| {_rate(bfcl.get('trained'))} | {_change(bfcl)} |"
+        )
+    return lines
+
+
+def render_train(r: Results) -> str:
+    record = r.record("train")
+    card = record.get("card") or {}
+    metrics = card.get("metrics", {})
+    lines = [
+        "| `benchmarks/results/train.json` | base | trained | points |",
+        "|---|---|---|---|",
+        *_train_rows(record["evaluations"]),
+        "",
+        f"The adapter: {record['adapter_bytes'] / 1e6:.1f} MB GGUF LoRA, {card.get('method', '?')} "
+        f"on {card.get('examples', '?')} turns, {metrics.get('steps', '?')} steps in "
+        f"{card.get('wall_seconds', 0) / 60:.0f} minutes "
+        f"({metrics.get('tokens_per_second', '?')} training tokens/s), "
+        f"loss {metrics.get('loss_first', 0):.3f} -> {metrics.get('loss_last', 0):.3f}.",
+    ]
+    return "\n".join(lines)
+
+
 # Blocks of whole lines (markers on lines of their own) and spans inside a line of prose.
 BLOCKS: dict[str, Callable[[Results], str]] = {
     "benchmarks": render_benchmarks,
     "demo-figures": render_demo,
     "serve-figures": render_serve,
     "mutation-figures": render_mutation,
+    "train-figures": render_train,
 }
 SPANS: dict[str, Callable[[Results], str]] = {"format-peak": render_format_peak}
 
