@@ -12,7 +12,9 @@ environments' executors all implement it; the tool loop calls nothing else.
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ __all__ = [
     "Veto",
     "call_arguments",
     "normalize_tools",
+    "traced_call",
     "truncate_output",
 ]
 
@@ -101,6 +104,19 @@ class CancellationToken:
         with self._lock:
             if callback in self._callbacks:
                 self._callbacks.remove(callback)
+
+
+_UNTRACED = contextlib.nullcontext()
+
+
+def traced_call(call_id: str) -> contextlib.AbstractContextManager[Any]:
+    """Around the body of call ``call_id``: inside a traced run, the call's span is the current
+    OpenTelemetry span there, so what the tool traces nests under it (nothing otherwise)."""
+    # Looked up without importing: a program that never traces never loads OpenTelemetry.
+    telemetry = sys.modules.get("tooluse.telemetry")
+    if telemetry is None:
+        return _UNTRACED
+    return telemetry.running_call(call_id)  # type: ignore[no-any-return]
 
 
 def truncate_output(text: str, limit: int) -> tuple[str, int]:
