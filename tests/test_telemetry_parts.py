@@ -96,6 +96,20 @@ def test_mcp_tools_in_a_blocking_run_called_from_worker_threads(spans):
     check_mcp_run(spans)
 
 
+def test_an_mcp_call_that_outlives_its_run_step_leaves_the_span_alone(spans, caplog):
+    backend = ScriptedBackend(
+        [[ToolCall(id="s", name="demo_slow", arguments={"seconds": 30})], "gave up"]
+    )
+    caplog.set_level(logging.WARNING)
+    with SyncMCPToolExecutor(CONFIG) as mcp:
+        result = run(backend, "wait", tools=mcp.list_tools(), tool_timeout=0.5)
+    # closing the server ended the abandoned call after its span had ended
+    assert result.final_text == "gave up"
+    (span,) = named(spans, "execute_tool demo_slow")
+    assert span.status.status_code is StatusCode.ERROR
+    assert not [r for r in caplog.records if r.name.startswith("opentelemetry")]
+
+
 async def test_the_mcp_client_as_the_runs_executor_with_a_tracer_of_its_own():
     from tooluse.loop import build_setup, drive_async, initial_history
 

@@ -383,8 +383,9 @@ async def mcp_tool_call(
     if traced is not None:
         with _current(traced.span, otel_context.set_value(_CALL, traced)):
             result = await answer()
-        traced.span.set_attributes({"mcp.method.name": "tools/call", **attributes()})
-        traced.error_type = _mcp_error(traced.span, result)
+        if traced.span.is_recording():  # else the run answered the call already (a timeout)
+            traced.span.set_attributes({"mcp.method.name": "tools/call", **attributes()})
+            traced.error_type = _mcp_error(traced.span, result)
         return result
     owner = _tracer_here()
     if owner is None:
