@@ -9,9 +9,12 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -89,8 +92,8 @@ async def test_mcp_tools_in_an_async_run(spans):
     check_mcp_run(spans)
 
 
-def test_mcp_tools_in_a_blocking_run_called_from_worker_threads(spans):
-    with SyncMCPToolExecutor(CONFIG) as mcp:
+def test_mcp_toolset_tools_in_a_blocking_run_called_from_worker_threads(spans):
+    with SyncMCPToolExecutor([CONFIG]) as mcp:  # a sequence of configs: an MCPToolset
         result = run(mcp_round(), "add", tools=mcp.list_tools())
     assert result.final_text == "42"
     check_mcp_run(spans)
@@ -254,6 +257,44 @@ def test_an_unreachable_collector_costs_one_warning_and_no_run(caplog):
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
     assert warnings[0].name == "tooluse.telemetry"
     assert endpoint in warnings[0].getMessage()
+
+
+def test_the_otlp_wiring_delivers_to_a_collector_that_is_up(caplog):
+    received: list[ExportTraceServiceRequest] = []
+
+    class Collector(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(self.rfile.read(int(self.headers["content-length"])))
+            received.append(request)
+            self.send_response(200)
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    caplog.set_level(logging.WARNING)
+    try:
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
+        tracer = tooluse.instrument(otlp_endpoint=endpoint)
+        run(ScriptedBackend(["hi"]), "q")
+        assert tracer.provider.force_flush()
+    finally:
+        uninstrument()
+        server.shutdown()
+    names = {
+        span.name
+        for request in received
+        for resource in request.resource_spans
+        for scope in resource.scope_spans
+        for span in scope.spans
+    }
+    assert "invoke_agent tooluse" in names
+    resource = received[0].resource_spans[0].resource
+    assert {a.key: a.value.string_value for a in resource.attributes}["service.name"] == "tooluse"
+    assert not caplog.records
 
 
 def test_the_sdk_exporter_alone_logs_every_failed_batch(caplog):
