@@ -87,8 +87,9 @@ def instrument(
     """Trace every run from now on (``tracer_provider``: the global one by default).
 
     ``otlp_endpoint`` (``http://host:4318/v1/traces``) makes a provider of tooluse's own that
-    sends spans there over OTLP/HTTP in a background thread; a collector that cannot be
-    reached costs one warning (not one per batch) and never stops a run.
+    sends spans there over OTLP/HTTP in a background thread (``otlp_timeout`` seconds per
+    export); a collector that cannot be reached costs one warning (not one per batch) and
+    never stops a run. :func:`uninstrument` sends what is left and stops it.
     """
     global _GLOBAL
     provider = None
