@@ -136,6 +136,7 @@ def test_an_mcp_call_outside_a_run_is_a_client_span_and_carries_the_trace_to_the
     with SyncMCPToolExecutor(config) as mcp, tracer.start_as_current_span("app work") as work:
         sent = mcp.call_tool("demo_traceparent")
         late = mcp.call_tool("demo_slow", {"seconds": 30})
+        crashed = mcp.call_tool("demo_crash")
     (span,) = named(spans, "tools/call traceparent")
     assert span.kind is SpanKind.CLIENT
     assert span.parent.span_id == work.get_span_context().span_id
@@ -151,6 +152,9 @@ def test_an_mcp_call_outside_a_run_is_a_client_span_and_carries_the_trace_to_the
     assert timed_out.status.status_code is StatusCode.ERROR
     assert timed_out.attributes["error.type"] == "-32001"
     assert timed_out.attributes["rpc.response.status_code"] == "-32001"
+    (lost,) = named(spans, "tools/call crash")
+    assert crashed.is_error and lost.status.status_code is StatusCode.ERROR
+    assert lost.attributes["error.type"] == str(crashed.metadata["error_code"]) == "-32000"
 
 
 def spans_provider(exporter):
