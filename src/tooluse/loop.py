@@ -35,7 +35,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tooluse.loop_core import LoopSetup, Resumption, finished_event, loop_steps
 from tooluse.loop_setup import (
@@ -96,6 +96,10 @@ __all__ = [
     "iter_run",
     "run",
 ]
+
+T = TypeVar("T")
+_END: Any = object()
+_UNTRACED = contextlib.nullcontext()
 
 # -- drivers -----------------------------------------------------------------------------------
 #
@@ -181,6 +185,11 @@ class _Driving:
         if self.trace is not None:
             self.trace.chat_finished(self._outcome)
 
+    def tracing(self, step: Execute) -> contextlib.AbstractContextManager[Any]:
+        """Around the executor's work on ``step``: the run's trace context (when traced), which
+        the executor's tasks and worker threads inherit."""
+        return _UNTRACED if self.trace is None else self.trace.executing(step.calls)
+
     def event(self, step: Any) -> Any:
         """A core event on its way out (tool calls starting are traced)."""
         if self.trace is not None and isinstance(step, ToolExecutionStarted):
@@ -230,17 +239,42 @@ async def _model_turn_async(backend: Backend, step: Generate) -> AsyncIterator[A
         yield item
 
 
+def _each_traced(driving: _Driving, step: Execute, batch: Iterator[T]) -> Iterator[T]:
+    """``batch``'s items, each produced inside the run's trace context: it is set and reset
+    around each step, since a context must not stay set across a yield to the run's consumer."""
+    while True:
+        with driving.tracing(step):
+            item = next(batch, _END)
+        if item is _END:
+            return
+        yield item
+
+
+async def _each_traced_async(driving: _Driving, step: Execute, batch: Any) -> AsyncIterator[Any]:
+    """The async twin of :func:`_each_traced` (``batch`` is closed by its caller)."""
+    while True:
+        with driving.tracing(step):
+            try:
+                item = await batch.__anext__()
+            except StopAsyncIteration:
+                return
+        yield item
+
+
 def _execute_sync(driving: _Driving, step: Execute) -> Iterator[LoopEvent]:
     """Run a batch, yielding each call's finished event as soon as that call ends."""
     setup = driving.setup
     if len(step.calls) == 1 and setup.cancel is None:
         # one call and nothing to cancel it: the executor's single call, without a batch
-        result = setup.executor.execute(step.calls[0])
+        with driving.tracing(step):
+            result = setup.executor.execute(step.calls[0])
         driving.call_ended(step.calls[0], result)
         yield from driving.executed(step, [result])
         return
     results: dict[int, ToolResult] = {}
-    for index, result in setup.executor.iter_batch(step.calls, cancel=setup.cancel):
+    batch = iter(setup.executor.iter_batch(step.calls, cancel=setup.cancel))
+    steps = batch if driving.trace is None else _each_traced(driving, step, batch)
+    for index, result in steps:
         results[index] = result
         driving.call_ended(step.calls[index], result)
         yield finished_event(step, index, result)
@@ -253,7 +287,8 @@ async def _execute_async(driving: _Driving, step: Execute) -> AsyncGenerator[Loo
     ended: dict[int, ToolResult] = {}
     if len(step.calls) == 1 and setup.cancel is None:
         # one call and nothing to cancel it: the executor's single call, without a batch
-        ended[0] = await setup.executor.aexecute(step.calls[0])
+        with driving.tracing(step):
+            ended[0] = await setup.executor.aexecute(step.calls[0])
         driving.call_ended(step.calls[0], ended[0])
         for event in driving.executed(step, [ended[0]]):
             yield event
@@ -261,7 +296,8 @@ async def _execute_async(driving: _Driving, step: Execute) -> AsyncGenerator[Loo
     # aclosing: when this stops early (the run's consumer left), the running calls are cancelled.
     batch = setup.executor.aiter_batch(step.calls, cancel=setup.cancel)
     async with contextlib.aclosing(batch) as each:  # type: ignore[type-var]
-        async for index, result in each:
+        steps = each if driving.trace is None else _each_traced_async(driving, step, each)
+        async for index, result in steps:
             ended[index] = result
             driving.call_ended(step.calls[index], result)
             yield finished_event(step, index, result)

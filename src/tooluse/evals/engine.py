@@ -29,6 +29,7 @@ worker per actor, and writes the same file; an actor that dies has its items ret
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import queue
 import threading
@@ -156,7 +157,10 @@ def _call_with_timeout(
     """Run one item in a helper thread; ``(record, timed_out)``. A timed-out call is left to
     finish on its own (threads cannot be killed) and its worker is not used again."""
     box: list[dict[str, Any]] = []
-    thread = threading.Thread(target=lambda: box.append(call_worker(worker, item)), daemon=True)
+    context = contextvars.copy_context()  # the item's spans nest where the slot's do
+    thread = threading.Thread(
+        target=lambda: box.append(context.run(call_worker, worker, item)), daemon=True
+    )
     thread.start()
     thread.join(timeout)
     if thread.is_alive() or not box:
@@ -202,8 +206,15 @@ def _run_local(
         finally:
             finished.put(_DONE)
 
+    # Each slot runs in a copy of the caller's context: a span open around the run (a traced
+    # program's) is the parent of the items' spans.
     threads = [
-        threading.Thread(target=slot, name=f"tooluse-engine-{i}", daemon=True)
+        threading.Thread(
+            target=contextvars.copy_context().run,
+            args=(slot,),
+            name=f"tooluse-engine-{i}",
+            daemon=True,
+        )
         for i in range(max(1, min(concurrency, len(todo))))
     ]
     for thread in threads:

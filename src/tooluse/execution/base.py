@@ -12,8 +12,10 @@ environments' executors all implement it; the tool loop calls nothing else.
 from __future__ import annotations
 
 import abc
+import contextlib
 import contextvars
 import dataclasses
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +40,7 @@ __all__ = [
     "current_call_token",
     "normalize_tools",
     "run_with_call_token",
+    "traced_call",
     "truncate_output",
 ]
 
@@ -128,6 +131,19 @@ def run_with_call_token(token: CancellationToken, function: Callable[..., T], *a
         return function(*args)
     finally:
         _CALL_TOKEN.reset(reset)
+
+
+_UNTRACED = contextlib.nullcontext()
+
+
+def traced_call(call_id: str) -> contextlib.AbstractContextManager[Any]:
+    """Around the body of call ``call_id``: inside a traced run, the call's span is the current
+    OpenTelemetry span there, so what the tool traces nests under it (nothing otherwise)."""
+    # Looked up without importing: a program that never traces never loads OpenTelemetry.
+    telemetry = sys.modules.get("tooluse.telemetry")
+    if telemetry is None:
+        return _UNTRACED
+    return telemetry.running_call(call_id)  # type: ignore[no-any-return]
 
 
 def truncate_output(text: str, limit: int) -> tuple[str, int]:

@@ -37,6 +37,7 @@ from tooluse.execution.base import (
     Veto,
     normalize_tools,
     run_with_call_token,
+    traced_call,
     truncate_output,
 )
 from tooluse.execution.parallel import aiter_parallel, iter_parallel
@@ -269,9 +270,13 @@ class ToolExecutor(AbstractToolExecutor):
 
     def _invoke_sync(self, prepared: PreparedCall) -> Any:
         try:
-            return prepared.definition.invoke(
-                prepared.arguments, injected=self.injected, call_id=prepared.call.id, validate=False
-            )
+            with traced_call(prepared.call.id):
+                return prepared.definition.invoke(
+                    prepared.arguments,
+                    injected=self.injected,
+                    call_id=prepared.call.id,
+                    validate=False,
+                )
         except SystemExit as exc:
             raise _tool_exit(prepared.call.name, exc) from None
 
@@ -279,9 +284,13 @@ class ToolExecutor(AbstractToolExecutor):
         # Converted here, inside the task: a SystemExit reaching asyncio's task machinery
         # would stop the event loop itself.
         try:
-            return await prepared.definition.ainvoke(
-                prepared.arguments, injected=self.injected, call_id=prepared.call.id, validate=False
-            )
+            with traced_call(prepared.call.id):
+                return await prepared.definition.ainvoke(
+                    prepared.arguments,
+                    injected=self.injected,
+                    call_id=prepared.call.id,
+                    validate=False,
+                )
         except SystemExit as exc:
             raise _tool_exit(prepared.call.name, exc) from None
 

@@ -4,12 +4,15 @@ A thread cannot be killed, so a sync tool that hangs past its timeout keeps runn
 call was answered. ``concurrent.futures.ThreadPoolExecutor`` joins its workers when the
 interpreter exits, which would make the program hang on such a tool; these workers are daemon
 threads, so exiting does not wait for them. Workers start on demand, up to ``max_workers``, and
-stop when the pool is shut down or garbage collected.
+stop when the pool is shut down or garbage collected. Like ``asyncio.to_thread``, a worker runs
+each function in a copy of the submitter's context variables (a traced run's span reaches the
+tool that way).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
 import itertools
 import queue
 import threading
@@ -71,7 +74,8 @@ class DaemonThreadPool(concurrent.futures.Executor):
             if self._shutdown:
                 raise RuntimeError("cannot run a tool: its worker pool was shut down")
             future: concurrent.futures.Future[T] = concurrent.futures.Future()
-            self._items.put((future, fn, args, kwargs))
+            run_in_context = contextvars.copy_context().run
+            self._items.put((future, run_in_context, (fn, *args), kwargs))
             if not self._idle.acquire(blocking=False) and len(self._threads) < self._max_workers:
                 thread = threading.Thread(
                     target=_work,

@@ -2,7 +2,8 @@
 
 Run over stdio (``python demo_server.py``) or streamable HTTP
 (``python demo_server.py --http PORT``). Tools cover success, structured output, tool errors,
-a slow tool for timeouts and a tool that kills the process mid-call.
+a slow tool for timeouts, a tool that kills the process mid-call and one that echoes the trace
+context it was sent.
 """
 
 from __future__ import annotations
@@ -66,6 +67,13 @@ def header(name: str, ctx: Context) -> str:
     """The value of an HTTP request header ("" over stdio or when absent)."""
     headers = ctx.headers or {}
     return str(headers.get(name.lower(), ""))
+
+
+@server.tool()
+def traceparent(ctx: Context) -> str:
+    """The W3C trace context the client sent in the request's ``_meta`` ("" when none)."""
+    meta = ctx.request_context.meta or {}
+    return str(meta.get("traceparent", ""))
 
 
 @server.tool()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -151,13 +152,23 @@ class _TrajectoryWorker:
         self.runner = runner
 
     def __call__(self, item: Any) -> dict[str, Any]:
-        started = time.perf_counter()
-        payload = item.payload
-        trajectory = self.runner.run_trajectory(
-            task_index=int(payload["task_index"]), seed=int(payload["sample"])
+        task_index, sample = int(item.payload["task_index"]), int(item.payload["sample"])
+        # Looked up without importing: a program that never traces never loads OpenTelemetry.
+        telemetry = sys.modules.get("tooluse.telemetry")
+        if telemetry is None:
+            return self._play(task_index, sample)
+        environment = self.runner.environment
+        name = str(getattr(environment, "name", None) or type(environment).__name__)
+        record: dict[str, Any] = telemetry.evaluation_item(
+            name, task_index, sample, lambda: self._play(task_index, sample)
         )
+        return record
+
+    def _play(self, task_index: int, sample: int) -> dict[str, Any]:
+        started = time.perf_counter()
+        trajectory = self.runner.run_trajectory(task_index=task_index, seed=sample)
         record = trajectory.to_dict()
-        record["sample"] = int(payload["sample"])
+        record["sample"] = sample
         record["seconds"] = round(time.perf_counter() - started, 4)
         record["rewards"] = trajectory_rewards(record)
         return record

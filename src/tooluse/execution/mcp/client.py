@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,14 @@ from tooluse.tools.definition import ToolDefinition
 __all__ = ["MCPServerConfig", "MCPToolExecutor", "MCPToolset", "load_mcp_servers"]
 
 logger = logging.getLogger("tooluse.mcp")
+
+
+def _coded(message: str, cause: Any, **metadata: Any) -> MCPError:
+    """An MCPError whose failure result carries ``metadata`` and the SDK error's JSON-RPC
+    code as ``error_code`` (for callers, and for traces)."""
+    error = MCPError(message)
+    error.mcp_metadata = {**metadata, "error_code": cause.code}  # type: ignore[attr-defined]
+    return error
 
 
 class MCPToolExecutor(MCPResources, MCPExecutorBase):
@@ -227,8 +236,36 @@ class MCPToolExecutor(MCPResources, MCPExecutorBase):
         """Run one call on the server; always returns exactly one ToolResult for ``call.id``.
 
         ``timeout`` overrides the config's per-call timeout; ``validate=False`` skips the
-        argument check (for callers that validated already, like the tool loop).
+        argument check (for callers that validated already, like the tool loop). Traced when
+        the program traces (:mod:`tooluse.telemetry`).
         """
+        # Looked up without importing: a program that never traces never loads OpenTelemetry.
+        telemetry = sys.modules.get("tooluse.telemetry")
+        if telemetry is None:
+            return await self._answer(call, timeout, validate)
+        result: ToolResult = await telemetry.mcp_tool_call(
+            call,
+            self._remote_name(call.name),
+            self._trace_attributes,
+            lambda: self._answer(call, timeout, validate),
+        )
+        return result
+
+    def _remote_name(self, name: str) -> str:
+        definition = self._by_name.get(name)
+        if definition is not None:
+            return str(definition.metadata.get("mcp_name", name))
+        return self._strip_prefix(name) or name
+
+    def _trace_attributes(self) -> dict[str, Any]:
+        attributes = self.config.trace_attributes()
+        version = self.protocol_version
+        if version:
+            attributes["mcp.protocol.version"] = version
+        return attributes
+
+    async def _answer(self, call: ToolCall, timeout: float | None, validate: bool) -> ToolResult:
+        """One call's result, whatever happened."""
         try:
             return await self._execute(call, timeout, validate)
         except MCPError as exc:
@@ -281,18 +318,19 @@ class MCPToolExecutor(MCPResources, MCPExecutorBase):
             )
         except mcp_sdk.SDKError as exc:
             if exc.code == mcp_sdk.REQUEST_TIMEOUT:
-                raise MCPError(f"tool {call.name!r} timed out after {seconds:g}s") from exc
+                raise _coded(f"tool {call.name!r} timed out after {seconds:g}s", exc) from exc
             if mcp_sdk.connection_lost(exc, connection.client):
-                error = MCPError(
+                message = (
                     f"the MCP server closed the connection during {call.name!r} "
                     "(it is restarted on the next call)"
                 )
-                error.mcp_metadata = {"server_stderr": connection.stderr_tail()[-1000:]}  # type: ignore[attr-defined]
-                raise error from exc
-            raise MCPError(
+                stderr = connection.stderr_tail()[-1000:]
+                raise _coded(message, exc, server_stderr=stderr) from exc
+            message = (
                 f"MCP server {self.config.label!r} answered {call.name!r} with an error: "
                 f"{exc.message}"
-            ) from exc
+            )
+            raise _coded(message, exc) from exc
         except (RuntimeError, ValueError) as exc:
             # pydantic's ValidationError is a ValueError: the reply did not match the protocol;
             # RuntimeError: the SDK's output-schema check, or a server that kept asking for input.

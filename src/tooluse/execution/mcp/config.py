@@ -14,11 +14,13 @@ The package's leaf: the other MCP modules build on these types, this module on n
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -164,6 +166,27 @@ class MCPServerConfig:
         if self.server is not None:
             return "in-process"
         return "http" if self.url is not None else "stdio"
+
+    def trace_attributes(self) -> dict[str, Any]:
+        """The server as OpenTelemetry attributes of its calls (the MCP semantic conventions:
+        ``network.transport``, ``server.address``/``server.port``; the name as
+        ``tooluse.mcp.server.name``). No URL path or query, no command arguments: they may
+        hold secrets."""
+        attributes: dict[str, Any] = {"tooluse.mcp.transport": self.transport}
+        name = self.name
+        if self.url is not None:
+            parts = urlsplit(self.url)
+            default_port = 443 if parts.scheme == "https" else 80
+            attributes["network.transport"] = "tcp"
+            attributes["network.protocol.name"] = "http"
+            attributes["server.address"] = parts.hostname or ""
+            attributes["server.port"] = parts.port or default_port
+            name = name or parts.hostname
+        elif self.command is not None:
+            attributes["network.transport"] = "pipe"
+            name = name or os.path.basename(self.command)
+        attributes["tooluse.mcp.server.name"] = name or self.label
+        return attributes
 
     def wants_tool(self, server_name: str) -> bool:
         """Whether the server-side tool ``server_name`` passes the include/exclude filters."""

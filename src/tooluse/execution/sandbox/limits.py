@@ -7,7 +7,9 @@ A leaf under the one-shot runs (:mod:`tooluse.execution.sandbox.run`) and the se
 from __future__ import annotations
 
 import signal
+import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -19,6 +21,7 @@ __all__ = [
     "capped_text",
     "describe_limits",
     "error_reason",
+    "traced_run",
 ]
 
 TRUNCATION_MARKER = "\n... [output truncated: {removed} more characters]"
@@ -98,6 +101,23 @@ class SandboxResult:
         return not self.error
 
     @property
+    def exit_reason(self) -> str:
+        """Why the run ended, in one word: ``ok``, ``error`` (an exception or a non-zero exit
+        status), ``timeout``, ``memory`` (the address-space limit), ``cpu`` (the CPU-time
+        limit), ``file_size`` (the file-size limit) or ``killed`` (another signal, or the
+        interpreter ended)."""
+        if self.timed_out:
+            return "timeout"
+        if self.ok:
+            return "ok"
+        code = self.exit_code
+        if code is None:
+            return "killed"
+        if code < 0:
+            return _SIGNAL_EXITS.get(-code, "killed")
+        return "memory" if self.error.startswith("MemoryError") else "error"
+
+    @property
     def output(self) -> str:
         """The text the model sees: stdout, then stderr (labelled), then the error reason."""
         parts = []
@@ -158,6 +178,25 @@ _SIGNAL_REASONS: dict[int, str] = {
     )
     if hasattr(signal, name)
 }
+
+
+# The exit reasons of the signals the limits send.
+_SIGNAL_EXITS: dict[int, str] = {
+    int(getattr(signal, name)): reason
+    for name, reason in (("SIGXCPU", "cpu"), ("SIGXFSZ", "file_size"))
+    if hasattr(signal, name)
+}
+
+
+def traced_run(mode: str, limits: SandboxLimits, run: Callable[[], SandboxResult]) -> SandboxResult:
+    """``run()``, as a span when the program traces (:mod:`tooluse.telemetry`); ``mode`` is
+    ``one-shot`` or ``session``."""
+    # Looked up without importing: a program that never traces never loads OpenTelemetry.
+    telemetry = sys.modules.get("tooluse.telemetry")
+    if telemetry is None:
+        return run()
+    result: SandboxResult = telemetry.sandbox_run(mode, limits, run)
+    return result
 
 
 def error_reason(exit_code: int | None, timed_out: bool, timeout: float, stderr: str) -> str:

@@ -17,6 +17,7 @@ from tooluse.execution.sandbox.limits import (
     SandboxResult,
     describe_limits,
     error_reason,
+    traced_run,
 )
 from tooluse.execution.sandbox.process import (
     kill,
@@ -49,7 +50,11 @@ def run_python(
     """
     if not isinstance(code, str):
         raise TypeError(f"code must be a string, got {type(code).__name__}")
-    limits = limits or SandboxLimits()
+    checked = limits or SandboxLimits()
+    return traced_run("one-shot", checked, lambda: _run_once(code, checked, python_executable))
+
+
+def _run_once(code: str, limits: SandboxLimits, python_executable: str | None) -> SandboxResult:
     started = time.perf_counter()
     work = make_workdir()
     try:

@@ -41,6 +41,7 @@ from tooluse.execution.sandbox.limits import (
     capped_text,
     describe_limits,
     error_reason,
+    traced_run,
 )
 from tooluse.execution.sandbox.process import (
     Child,
@@ -192,13 +193,16 @@ class SandboxSession:
         with self._lock:
             if self._closed:
                 raise ToolExecutionError("the sandbox session is closed", tool_name="python")
-            started = time.perf_counter()
-            child = self._state.child if self.alive else None
-            if child is None:
-                self._state.stop()
-                child = self._start()
-            self.calls += 1
-            return self._call(child, code, started)
+            return traced_run("session", self.limits, lambda: self._run_locked(code))
+
+    def _run_locked(self, code: str) -> SandboxResult:
+        started = time.perf_counter()
+        child = self._state.child if self.alive else None
+        if child is None:  # the first call, or the interpreter ended: a fresh one
+            self._state.stop()
+            child = self._start()
+        self.calls += 1
+        return self._call(child, code, started)
 
     def _call(self, child: Child, code: str, started: float) -> SandboxResult:
         streams = self._state.streams
