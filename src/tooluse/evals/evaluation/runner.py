@@ -206,6 +206,9 @@ def run_evaluation(  # noqa: PLR0913 - the evaluation's options, keyword-only af
         environment.task(index)  # IndexError now, not in a worker
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
+    prepare = getattr(environment, "prepare", None)
+    if prepare is not None:  # what the tasks depend on (BFCL memory: the filling conversations)
+        prepare(runner, out=directory, task_indices=indices)
     path = directory / TRAJECTORIES
     damaged = repair_trajectories_file(path)
     if damaged:
