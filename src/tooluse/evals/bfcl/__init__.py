@@ -13,11 +13,15 @@ executable multi-turn environment with its rewards.
   :mod:`~tooluse.evals.bfcl.runner` (in memory, a report);
 - :mod:`~tooluse.evals.bfcl.world`, :mod:`~tooluse.evals.bfcl.multi_turn` and
   :mod:`~tooluse.evals.bfcl.rewards`: the multi-turn environment, offered by name by
-  :data:`tooluse.envs.environment_registry` (``bfcl:multi_turn_base`` ...).
+  :data:`tooluse.envs.environment_registry` (``bfcl:multi_turn_base`` ...);
+- :mod:`~tooluse.evals.bfcl.agentic`, :mod:`~tooluse.evals.bfcl.memory` and
+  :mod:`~tooluse.evals.bfcl.web_search`: the agentic categories as environments
+  (``bfcl:memory_kv``, ``bfcl:web_search_base`` ...), scored on the final reply.
 """
 
 from __future__ import annotations
 
+from tooluse.evals.bfcl.agentic import AGENTIC_CATEGORIES, check_agentic_answer
 from tooluse.evals.bfcl.checker import (
     CheckResult,
     check_entry,
@@ -41,6 +45,7 @@ from tooluse.evals.bfcl.data import (
     tools_for_entry,
 )
 from tooluse.evals.bfcl.job import make_bfcl_worker, run_bfcl_job, summarize_records
+from tooluse.evals.bfcl.memory import BFCLMemoryEnvironment
 from tooluse.evals.bfcl.multi_turn import BFCLMultiTurnEnvironment, default_bfcl_rewards
 from tooluse.evals.bfcl.rewards import BFCLResponseReward, BFCLStateReward
 from tooluse.evals.bfcl.runner import (
@@ -52,19 +57,25 @@ from tooluse.evals.bfcl.runner import (
     score_entry,
 )
 from tooluse.evals.bfcl.scorer import BFCLOptions, decode_python_calls, score_bfcl_entry
+from tooluse.evals.bfcl.web_search import BFCLWebSearchEnvironment, SerpAPISearch
 
 __all__ = [
+    "AGENTIC_CATEGORIES",
     "BFCL_CATEGORIES",
     "SAMPLE_CATEGORIES",
     "BFCLEntry",
+    "BFCLMemoryEnvironment",
     "BFCLMultiTurnEnvironment",
     "BFCLOptions",
     "BFCLReport",
     "BFCLResponseReward",
     "BFCLStateReward",
+    "BFCLWebSearchEnvironment",
     "CategoryScore",
     "CheckResult",
+    "SerpAPISearch",
     "EntryOutcome",
+    "check_agentic_answer",
     "check_entry",
     "check_irrelevance",
     "check_multiple",

@@ -201,6 +201,7 @@ class _MemoryEnvironmentBase(AgenticEnvironment):
         self.category = category
         self._owned_dir: Path | None = None
         self._memory_dir = Path(memory_dir) if memory_dir is not None else None
+        self.memory_dir_given = memory_dir is not None
 
     @property
     def memory_dir(self) -> Path:
@@ -223,11 +224,21 @@ class _MemoryEnvironmentBase(AgenticEnvironment):
 
         return self.memory_dir / get_directory_structure_by_id(entry_id) / "memory_snapshot"
 
-    def close(self) -> None:
-        super().close()
+    def use_memory_dir(self, folder: Path) -> None:
+        """Keep the snapshots in ``folder`` from now on (a temporary folder is removed)."""
+        self._remove_owned_dir()
+        self._memory_dir = folder
+
+    def _remove_owned_dir(self) -> None:
         if self._owned_dir is not None:
             shutil.rmtree(self._owned_dir, ignore_errors=True)
-            self._owned_dir = self._memory_dir = None
+            if self._memory_dir == self._owned_dir:
+                self._memory_dir = None
+            self._owned_dir = None
+
+    def close(self) -> None:
+        super().close()
+        self._remove_owned_dir()
 
 
 class BFCLMemoryPrerequisites(_MemoryEnvironmentBase):
@@ -362,8 +373,8 @@ class BFCLMemoryEnvironment(_MemoryEnvironmentBase):
         ``out/prerequisites.jsonl``. Returns the records of the conversations played now."""
         if out is not None:
             Path(out).mkdir(parents=True, exist_ok=True)
-            if self._memory_dir is None:
-                self._memory_dir = Path(out) / "memory"
+            if not self.memory_dir_given:
+                self.use_memory_dir(Path(out) / "memory")
         indices = range(len(self)) if task_indices is None else task_indices
         scenarios = {self.entries[i].scenario for i in indices}
         prerequisites = self.prerequisites

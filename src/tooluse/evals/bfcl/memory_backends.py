@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+import warnings
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,9 @@ def _import_with_packaged_encoder(name: str) -> None:
 
     sentence_transformers.SentenceTransformer = packaged  # type: ignore[misc,assignment]
     try:
-        importlib.import_module(name)
+        with warnings.catch_warnings():
+            # BFCL's module asks for the embedding size by the method's older name.
+            warnings.simplefilter("ignore", FutureWarning)
+            importlib.import_module(name)
     finally:
         sentence_transformers.SentenceTransformer = original  # type: ignore[misc]
