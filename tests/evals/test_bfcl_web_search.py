@@ -128,6 +128,18 @@ def test_without_a_key_the_environment_refuses_in_one_line(monkeypatch):
     assert "\n" not in message and SEARCH_KEY_VARIABLE in message
 
 
+def test_the_command_refuses_without_a_key_before_loading_a_model(monkeypatch):
+    from typer.testing import CliRunner
+
+    from tooluse.cli.app import app
+
+    monkeypatch.delenv(SEARCH_KEY_VARIABLE, raising=False)
+    result = CliRunner().invoke(app, ["eval", "env", "bfcl:web_search_no_snippet", "-m", "local"])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and SEARCH_KEY_VARIABLE in lines[0], result.output
+
+
 def test_a_category_that_does_not_exist_lists_the_valid_ones():
     with pytest.raises(ValueError, match="known: web_search_base, web_search_no_snippet"):
         BFCLWebSearchEnvironment("web_search_deep", api_key=KEY)

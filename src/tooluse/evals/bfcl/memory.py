@@ -347,7 +347,8 @@ class BFCLMemoryEnvironment(_MemoryEnvironmentBase):
             raise RuntimeError(
                 f"{entry.id}: the memory of scenario {entry.scenario!r} is not ready "
                 f"({len(missing)} prerequisite conversation(s) not played into "
-                f"{self.memory_dir}); call prepare(runner) first"
+                f"{self.memory_dir}); call prepare(runner) first (with engine='ray', give the "
+                "workers the prepared folder as memory_dir=)"
             )
         return super().reset(seed=seed, options=options)
 
