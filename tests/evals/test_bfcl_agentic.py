@@ -131,3 +131,37 @@ def test_environment_verdicts_agree_with_bfcl_eval_on_every_entry(category, tmp_
                 assert result.terminated and result.info["correct"] == theirs, (entry.id, reply)
                 assert result.reward == (1.0 if theirs else 0.0)
                 assert result.state.answer == reply
+
+
+@pytest.mark.parametrize("category", AGENTIC_CATEGORIES)
+def test_entries_are_the_ones_bfcl_eval_loads_for_the_category(category):
+    """Ids, user turns, functions and the answer-format system message, as bfcl-eval's own
+    loader prepares them (prerequisite conversations included, per scenario in order)."""
+    from bfcl_eval.utils import is_memory_prereq, load_dataset_entry
+
+    from tooluse.evals.bfcl.agentic import agentic_format_prompt
+
+    theirs = load_dataset_entry(category, include_prereq=True)
+    ours = list(entries_of(category))
+    if category in MEMORY_CATEGORIES:
+        ours += list(load_memory_category(category)[1])
+    by_id = {row["id"]: row for row in theirs}
+    assert sorted(by_id) == sorted(e.id for e in ours)
+    for entry in ours:
+        row = by_id[entry.id]
+        users = [[m["content"] for m in turn if m["role"] == "user"] for turn in row["question"]]
+        assert [[t] for t in entry.turns] == users, entry.id
+        assert [d["name"] for d in entry.functions] == [d["name"] for d in row["function"]]
+        first = row["question"][0][0]
+        if is_memory_prereq(entry.id):
+            assert first["role"] == "user" and not entry.scored
+        else:
+            assert first == {"role": "system", "content": agentic_format_prompt()}
+    if category in MEMORY_CATEGORIES:
+        prerequisites = load_memory_category(category)[1]
+        for scenario in {e.scenario for e in prerequisites}:
+            mine = [e.id for e in prerequisites if e.scenario == scenario]
+            bfcl = [
+                r["id"] for r in theirs if is_memory_prereq(r["id"]) and r["scenario"] == scenario
+            ]
+            assert mine == bfcl
