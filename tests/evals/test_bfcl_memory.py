@@ -332,3 +332,22 @@ def test_local_model_plays_memory_kv_questions(tmp_path):
             calls = [c["id"] for m in record["messages"] for c in m.get("tool_calls", [])]
             answered = [m["tool_call_id"] for m in record["messages"] if m["role"] == "tool"]
             assert sorted(calls) == sorted(answered)
+
+
+def test_a_saved_state_restores_in_a_new_environment_with_its_memory_replayed(tmp_path):
+    with notetaker("memory_vector", tmp_path) as env:
+        script, _ = filling_script(env, "memory_vector")
+        env.prepare(TrajectoryRunner(environment=env, backend=ScriptedBackend(script)))
+        state, _ = env.reset(options={"task_index": 2})
+        added = env.step(state, Action(tool_calls=(call("core_memory_add", text="blue door"),)))
+        saved = json.loads(json.dumps(env.save_state(added.state)))
+    with notetaker("memory_vector", tmp_path) as fresh:
+        restored = fresh.restore_state(saved)
+        found = fresh.step(restored, Action(tool_calls=(call("core_memory_retrieve_all"),)))
+        entries = json.loads(found.tool_results[0].output)["result"]
+        assert entries == [{"id": 0, "text": "blue door"}]
+        archived = fresh.step(
+            found.state,
+            Action(tool_calls=(call("archival_memory_retrieve", query="code word w2", top_k=1),)),
+        )
+        assert "w2" in archived.tool_results[0].output

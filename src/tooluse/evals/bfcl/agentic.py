@@ -297,11 +297,11 @@ class AgenticEnvironment(ToolEnvironment):
             if turn_steps < self.max_steps:
                 return new_data, _Outcome()
             reason = f"turn {turn} used {turn_steps} steps without a reply (cap: {self.max_steps})"
-            scored = entry.scored or None
+            verdict = False if entry.scored else None  # a prerequisite stays unscored
             return new_data, _Outcome(
                 truncated=True,
-                correct=False if scored else None,
-                info={"truncated_reason": reason, "correct": False if scored else None},
+                correct=verdict,
+                info={"truncated_reason": reason, "correct": verdict},
             )
         new_data = {"turn": turn + 1, "turn_steps": 0, "calls": calls}
         if turn + 1 < len(entry.turns):
