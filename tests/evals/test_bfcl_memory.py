@@ -351,3 +351,27 @@ def test_a_saved_state_restores_in_a_new_environment_with_its_memory_replayed(tm
             Action(tool_calls=(call("archival_memory_retrieve", query="code word w2", top_k=1),)),
         )
         assert "w2" in archived.tool_results[0].output
+
+
+def test_a_conversation_where_the_model_fails_is_recorded_and_the_others_go_on(tmp_path):
+    with notetaker("memory_kv", tmp_path) as env:
+        script, entries = filling_script(env, "memory_kv")
+        # The second conversation's model fails in its second turn (the script has a hole).
+        start = 1 + len(entries[0].turns)
+        broken = ScriptedBackend([*script[: start + 2]])
+        out = tmp_path / "run"
+        records = env.prepare(TrajectoryRunner(environment=env, backend=broken), out=out)
+        assert [r["task_id"] for r in records] == [e.id for e in entries]
+        errors = [r.get("error") for r in records]
+        assert errors[0] is None and all(e and "IndexError" in e for e in errors[1:])
+        prerequisites = env.prerequisites
+        assert all(prerequisites.played(e) for e in entries)
+        assert "IndexError" in prerequisites.failed(entries[1])
+        assert prerequisites.failed(entries[0]) is None
+        # The questions run on the memory the first conversation saved.
+        state, _ = env.reset(options={"task_index": 0})
+        result = env.step(state, Action(tool_calls=(call("core_memory_list_keys"),)))
+        assert json.loads(result.tool_results[0].output) == {"keys": ["fact_0"]}
+        assert "fact_0" in state.observation.system_prompt
+        lines = (out / PREREQUISITES_FILE).read_text().splitlines()
+        assert len(lines) == len(entries)

@@ -324,6 +324,11 @@ class AgenticEnvironment(ToolEnvironment):
 
     # -- worlds --------------------------------------------------------------------------------
 
+    def forget_worlds(self) -> None:
+        """Drop the live worlds kept for stepping on (the next step rebuilds its world)."""
+        with self._lock:
+            self._worlds.clear()
+
     @staticmethod
     def _world_key(task_index: int, calls: Sequence[Mapping[str, Any]]) -> str:
         executed = [[c["name"], c["arguments"]] for c in calls if c.get("executed")]

@@ -228,6 +228,7 @@ class _MemoryEnvironmentBase(AgenticEnvironment):
         """Keep the snapshots in ``folder`` from now on (a temporary folder is removed)."""
         self._remove_owned_dir()
         self._memory_dir = folder
+        self.forget_worlds()  # they were loaded from the other folder
 
     def _remove_owned_dir(self) -> None:
         if self._owned_dir is not None:
@@ -265,10 +266,23 @@ class BFCLMemoryPrerequisites(_MemoryEnvironmentBase):
     def episode_ended(self, entry: AgenticEntry, world: Any) -> None:
         world.save()
 
+    def _checkpoint(self, entry: AgenticEntry, suffix: str) -> Path:
+        return self.snapshot_folder(entry.id) / "prereq_checkpoints" / f"{entry.id}{suffix}"
+
     def played(self, entry: AgenticEntry) -> bool:
-        """Whether ``entry`` was played to its end into this memory folder."""
-        folder = self.snapshot_folder(entry.id)
-        return (folder / "prereq_checkpoints" / f"{entry.id}.json").is_file()
+        """Whether ``entry`` was played into this memory folder (its memory saved)."""
+        return self._checkpoint(entry, ".json").is_file()
+
+    def failed(self, entry: AgenticEntry) -> str | None:
+        """Why ``entry`` failed, when it did."""
+        marker = self._checkpoint(entry, ".failed")
+        return marker.read_text(encoding="utf-8") if marker.is_file() else None
+
+    def mark_failed(self, entry: AgenticEntry, error: str) -> None:
+        """Record that the model failed in ``entry``: the memory is saved as the conversation
+        found it (as in BFCL, where a failed entry changes nothing), so the next ones go on."""
+        self.new_world(entry).save()
+        self._checkpoint(entry, ".failed").write_text(error, encoding="utf-8")
 
 
 class BFCLMemoryEnvironment(_MemoryEnvironmentBase):
@@ -385,9 +399,27 @@ class BFCLMemoryEnvironment(_MemoryEnvironmentBase):
         for index, entry in enumerate(prerequisites.entries):
             if entry.scenario not in scenarios or prerequisites.played(entry):
                 continue
-            record = player.run_trajectory(index).to_dict()
+            record = _play(player, index, entry)
             records.append(record)
             if out is not None:
                 with (Path(out) / PREREQUISITES_FILE).open("a", encoding="utf-8") as handle:
                     handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
         return records
+
+
+def _play(player: TrajectoryRunner, index: int, entry: AgenticEntry) -> dict[str, Any]:
+    """One prerequisite conversation's record; a failure (the model's backend raised) is
+    recorded and marked, and the next conversations go on from the memory saved before."""
+    try:
+        return player.run_trajectory(index).to_dict()
+    except Exception as exc:  # one conversation's failure must not stop the others
+        error = f"{type(exc).__name__}: {exc}"
+        environment = player.environment
+        assert isinstance(environment, BFCLMemoryPrerequisites)
+        environment.mark_failed(entry, error)
+        return {
+            "environment": environment.name,
+            "task_index": index,
+            "task_id": entry.id,
+            "error": error,
+        }
