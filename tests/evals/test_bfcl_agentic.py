@@ -165,3 +165,16 @@ def test_entries_are_the_ones_bfcl_eval_loads_for_the_category(category):
                 r["id"] for r in theirs if is_memory_prereq(r["id"]) and r["scenario"] == scenario
             ]
             assert mine == bfcl
+
+
+@pytest.mark.parametrize("category", ["memory_rec_sum", "web_search_no_snippet"])
+def test_train_and_test_splits_partition_the_entries(category, tmp_path, monkeypatch):
+    monkeypatch.setenv("SERPAPI_API_KEY", "test-key")
+    options = {"memory_dir": tmp_path} if category in MEMORY_CATEGORIES else {}
+    name = f"bfcl:{category}"
+    ids = {}
+    for split in ("train", "test", None):
+        with environment_registry.get(name=name, split=split, **options) as env:
+            ids[split] = [e.id for e in env.entries]
+    assert ids["train"] and ids["test"] and not set(ids["train"]) & set(ids["test"])
+    assert sorted(ids["train"] + ids["test"]) == sorted(ids[None])
