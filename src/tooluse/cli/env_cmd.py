@@ -24,10 +24,7 @@ import typer
 
 NameArgument = Annotated[
     str | None,
-    typer.Argument(
-        help="Environment: math:arithmetic, math:gsm8k, bfcl:multi_turn_base, bfcl:memory_kv, "
-        "bfcl:web_search_base, ..."
-    ),
+    typer.Argument(help="Environment: math:arithmetic, math:gsm8k, bfcl:multi_turn_base, ..."),
 ]
 ModelOption = Annotated[
     str, typer.Option("--model", "-m", help="'local' (embedded model) or a model string.")
