@@ -303,32 +303,47 @@ def test_bad_calls_come_back_to_the_model_as_error_results(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # 24 prerequisite turns and 2 questions on the embedded model
-def test_local_model_plays_memory_kv_questions(tmp_path):
+@pytest.mark.timeout(1800)  # about 10 model calls on a 4k-token prompt; longer when busy
+def test_local_model_plays_memory_kv(tmp_path):
+    """The embedded model plays one prerequisite conversation (the rest are scripted, to keep
+    the run short) and answers three questions; only stable facts are checked."""
     from tooluse.local import LlamaCppBackend
     from tooluse.providers.base import SamplingParams
 
-    with notetaker("memory_kv", tmp_path, limit=2, max_steps=2) as env:
-        runner = TrajectoryRunner(
+    with notetaker("memory_kv", tmp_path, limit=3, max_steps=2) as env:
+        model = TrajectoryRunner(
             environment=env,
-            backend=LlamaCppBackend.default(max_tokens=64, n_ctx=8192),
-            sampling_params=SamplingParams(temperature=0.0, max_tokens=64),
+            backend=LlamaCppBackend.default(max_tokens=48, n_ctx=8192),
+            sampling_params=SamplingParams(temperature=0.0, max_tokens=48),
         )
+        prerequisites = env.prerequisites
+        first = next(i for i, e in enumerate(prerequisites.entries) if e.scenario == SCENARIO)
+        player = TrajectoryRunner(
+            environment=prerequisites,
+            backend=model.backend,
+            sampling_params=model.sampling_params,
+        )
+        conversation = player.run_trajectory(first)
+        assert conversation.steps and conversation.steps[-1].result.done
+        assert prerequisites.played(prerequisites.entries[first])  # its memory was saved
+        script, entries = filling_script(env, "memory_kv")
+        rest = script[1 + len(entries[0].turns) :]  # the scripted model skips the first one
+        scripted = ScriptedBackend(rest)
+        env.prepare(TrajectoryRunner(environment=env, backend=scripted))
+        assert scripted.remaining == 0
+
         out = tmp_path / "run"
-        result = runner.run_evaluation(out=out, progress=False)
-        played = [json.loads(line) for line in (out / PREREQUISITES_FILE).open()]
+        result = model.run_evaluation(out=out, progress=False)
         solved = sum(r["success"] for r in result.records)
         print(f"\nlocal model on memory_kv ({SCENARIO}): {solved}/{len(result.records)} answered")
-        assert len(played) == 5 and all(p["steps"] for p in played)
-        assert len(result.records) == 2 and not any(r.get("error") for r in result.records)
+        assert len(result.records) == 3 and not any(r.get("error") for r in result.records)
+        assert not (out / PREREQUISITES_FILE).exists()  # nothing was left to play
         for record in result.records:
             assert record["terminated"] != record["truncated"]
-            last = record["steps"][-1]
+            last = record["steps"][-1]["info"]
             if record["terminated"]:
-                assert "correct" in last["info"] and last["info"]["error_type"] in (
-                    "",
-                    "agentic:answer_not_found",
-                )
+                assert last["correct"] == record["success"]
+                assert last["error_type"] in ("", "agentic:answer_not_found")
             calls = [c["id"] for m in record["messages"] for c in m.get("tool_calls", [])]
             answered = [m["tool_call_id"] for m in record["messages"] if m["role"] == "tool"]
             assert sorted(calls) == sorted(answered)
