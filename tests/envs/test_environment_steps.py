@@ -46,7 +46,9 @@ def test_reset_exposes_tools_and_prompt_but_not_the_answer(env):
         "available_tools",
         "tool_results",
         "user_message",
+        "system_prompt",
     }
+    assert "12" not in state.observation.system_prompt
     assert not state.done and state.step_count == 0
 
 

@@ -4,6 +4,7 @@
 
     tooluse eval env bfcl:multi_turn_base --model local --limit 20 --out runs/bfcl
     tooluse eval env math:gsm8k --data gsm8k.jsonl --model local --samples 4 --engine ray --out runs/g
+    tooluse eval env bfcl:memory_kv --model local --limit 5 --out runs/m   # memory filled first
 
 Trajectories go to ``DIR/trajectories.jsonl`` as they finish (run the same command again to
 resume), the figures to ``DIR/summary.json``, and the summary table is printed. ``-o FILE``

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tooluse.envs.rewards import (
@@ -69,6 +70,9 @@ class Observation:
     tool_results: tuple[ToolResult, ...] = ()
     #: The next user message, set when a step ended one user turn of a multi-turn task.
     user_message: str = ""
+    #: The task's own instructions (BFCL's agentic entries: memory contents, answer format),
+    #: set by ``reset``; a runner puts them first in the system prompt.
+    system_prompt: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -335,6 +339,18 @@ class ToolEnvironment:
     ) -> tuple[ToolDefinition, ...]:
         """The tools the model has in a state (the same in every state, unless overridden)."""
         return self._tools
+
+    def prepare(
+        self,
+        runner: Any,
+        *,
+        out: str | Path | None = None,
+        task_indices: Iterable[int] | None = None,
+    ) -> Any:
+        """Play what the tasks ``task_indices`` depend on before they run, with ``runner``'s
+        model (``run_evaluation`` calls it first, with its output folder); by default nothing.
+        BFCL's memory questions need the conversations that fill their memory."""
+        return None
 
     def close(self) -> None:
         self._executor.close()

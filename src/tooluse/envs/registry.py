@@ -119,3 +119,13 @@ for _category in (
         f"bfcl:{_category}",
         LazyFactory("tooluse.evals.bfcl.multi_turn:BFCLMultiTurnEnvironment", (_category,)),
     )
+for _category in ("memory_kv", "memory_rec_sum", "memory_vector"):
+    environment_registry.register(
+        f"bfcl:{_category}",
+        LazyFactory("tooluse.evals.bfcl.memory:BFCLMemoryEnvironment", (_category,)),
+    )
+for _category in ("web_search_base", "web_search_no_snippet"):
+    environment_registry.register(
+        f"bfcl:{_category}",
+        LazyFactory("tooluse.evals.bfcl.web_search:BFCLWebSearchEnvironment", (_category,)),
+    )

@@ -347,7 +347,9 @@ class TrajectoryRunner:
     def _start(self, task_index: int, seed: int | None) -> tuple[_Episode, list[ChatMessage]]:
         state, _info = self.environment.reset(seed=seed, options={"task_index": task_index})
         episode = _Episode(self.environment, state)
-        return episode, initial_history(state.observation.prompt, self.system_prompt)
+        parts = (state.observation.system_prompt, self.system_prompt or "")
+        system = "\n\n".join(part for part in parts if part) or None
+        return episode, initial_history(state.observation.prompt, system)
 
     def _setup(self, episode: _Episode) -> LoopSetup:
         """The loop for one user turn, with the tools the environment offers now."""

@@ -15,11 +15,15 @@ executable multi-turn environment with its rewards.
   :mod:`~tooluse.evals.bfcl.runner` (in memory, a report);
 - :mod:`~tooluse.evals.bfcl.world`, :mod:`~tooluse.evals.bfcl.multi_turn` and
   :mod:`~tooluse.evals.bfcl.rewards`: the multi-turn environment, offered by name by
-  :data:`tooluse.envs.environment_registry` (``bfcl:multi_turn_base`` ...).
+  :data:`tooluse.envs.environment_registry` (``bfcl:multi_turn_base`` ...);
+- :mod:`~tooluse.evals.bfcl.agentic`, :mod:`~tooluse.evals.bfcl.memory` and
+  :mod:`~tooluse.evals.bfcl.web_search`: the agentic categories as environments
+  (``bfcl:memory_kv``, ``bfcl:web_search_base`` ...), scored on the final reply.
 """
 
 from __future__ import annotations
 
+from tooluse.evals.bfcl.agentic import AGENTIC_CATEGORIES, check_agentic_answer
 from tooluse.evals.bfcl.checker import (
     CheckResult,
     check_entry,
@@ -48,6 +52,7 @@ from tooluse.evals.bfcl.data import (
 )
 from tooluse.evals.bfcl.java_js import convert_java_value, convert_js_value, language_of
 from tooluse.evals.bfcl.job import make_bfcl_worker, run_bfcl_job, summarize_records
+from tooluse.evals.bfcl.memory import BFCLMemoryEnvironment
 from tooluse.evals.bfcl.multi_turn import BFCLMultiTurnEnvironment, default_bfcl_rewards
 from tooluse.evals.bfcl.overall import (
     BFCLScore,
@@ -67,14 +72,17 @@ from tooluse.evals.bfcl.runner import (
     score_entry,
 )
 from tooluse.evals.bfcl.scorer import BFCLOptions, decode_python_calls, score_bfcl_entry
+from tooluse.evals.bfcl.web_search import BFCLWebSearchEnvironment, SerpAPISearch
 
 __all__ = [
+    "AGENTIC_CATEGORIES",
     "BFCL_CATEGORIES",
     "CATEGORY_COLLECTIONS",
     "LANGUAGE_CATEGORIES",
     "PYTHON_CATEGORIES",
     "SAMPLE_CATEGORIES",
     "BFCLEntry",
+    "BFCLMemoryEnvironment",
     "BFCLMultiTurnEnvironment",
     "BFCLOptions",
     "BFCLReport",
@@ -82,8 +90,10 @@ __all__ = [
     "BFCLScore",
     "BFCLStateReward",
     "CategoryResult",
+    "BFCLWebSearchEnvironment",
     "CategoryScore",
     "CheckResult",
+    "SerpAPISearch",
     "EntryOutcome",
     "GroupScore",
     "bfcl_score",
@@ -93,6 +103,7 @@ __all__ = [
     "expand_categories",
     "format_bfcl_score",
     "language_of",
+    "check_agentic_answer",
     "check_entry",
     "check_irrelevance",
     "check_multiple",

@@ -14,6 +14,8 @@ trajectories in flight and a second run skips those already written), and ``<out
 gets the figures: success rate, pass@k, mean reward per reward name and per reward type,
 calls and seconds per trajectory. A line of the trajectories file that is not JSON (a damaged
 file) is moved to ``trajectories.corrupt.jsonl`` with a warning, and its trajectory is run again.
+Before the first item, the environment's ``prepare(runner, out=, task_indices=)`` plays what
+the tasks depend on (BFCL's memory questions: the conversations that fill their memory).
 
 For ``engine="ray"`` (or several local workers that must not share a backend) pass
 ``make_runner``: a picklable zero-argument callable building the runner inside each worker,
@@ -217,6 +219,9 @@ def run_evaluation(  # noqa: PLR0913 - the evaluation's options, keyword-only af
         environment.task(index)  # IndexError now, not in a worker
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
+    prepare = getattr(environment, "prepare", None)
+    if prepare is not None:  # what the tasks depend on (BFCL memory: the filling conversations)
+        prepare(runner, out=directory, task_indices=indices)
     path = directory / TRAJECTORIES
     damaged = repair_trajectories_file(path)
     if damaged:
