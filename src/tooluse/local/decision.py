@@ -140,7 +140,10 @@ class ScoringDecider:
             return ToolDecision(call=False, reason="tool results are in: answer")
         if not request.strip():
             return ToolDecision(call=False, reason="no user request")
-        score = self.score(backend, request, tools)
+        return self.verdict(self.score(backend, request, tools))
+
+    def verdict(self, score: float) -> ToolDecision:
+        """The decision ``score`` gives against the threshold."""
         call = score >= self.threshold
         verdict = "call" if call else "answer"
         return ToolDecision(
@@ -174,7 +177,7 @@ class MarkerDecider(ScoringDecider):
         return float(_log_softmax(loop.logits())[first])
 
 
-class ModelDecider:
+class ModelDecider(ScoringDecider):
     """The model decides: call when, under the tool prompt and the whole conversation so far
     (tool results included), the reply more likely starts with the call marker than not.
 
@@ -185,7 +188,7 @@ class ModelDecider:
     name = "model"
 
     def __init__(self, threshold: float = math.log(0.5)) -> None:
-        self.threshold = threshold
+        super().__init__(threshold)
 
     def decide(
         self,
@@ -196,14 +199,7 @@ class ModelDecider:
         loop = backend.loop  # the main context: the call that may follow reuses its cache
         first = loop.tokenize(backend.profile.start_marker)[0]
         loop.prefill(loop.tokenize(backend.render(messages, tools)))
-        score = float(_log_softmax(loop.logits())[first])
-        call = score >= self.threshold
-        verdict = "call" if call else "answer"
-        return ToolDecision(
-            call=call,
-            score=score,
-            reason=f"model score {score:.2f} vs threshold {self.threshold:.2f}: {verdict}",
-        )
+        return self.verdict(float(_log_softmax(loop.logits())[first]))
 
 
 MAX_REQUEST_CHARS = 600
