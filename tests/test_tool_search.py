@@ -60,6 +60,16 @@ def test_the_model_sees_the_search_tool_then_what_it_found():
     assert [t.output for t in result.trail if t.name == "get_weather"] == ["sunny in Oslo"]
 
 
+def test_a_required_call_stays_required_after_a_search():
+    # the search only finds the tool: the forced choice holds until a found tool is called
+    backend = script()
+    result = run(
+        backend, "Weather in Oslo?", tools=ToolSearch(many_tools(), top_k=3), tool_choice="required"
+    )
+    assert result.final_text == "Sunny in Oslo."
+    assert [r.tool_choice for r in backend.requests] == ["required", "required", "auto"]
+
+
 def test_a_query_that_matches_nothing_is_answered_so_and_every_tool_still_runs():
     backend = ScriptedBackend(
         [

@@ -418,7 +418,11 @@ class _Run:
             return self.finish(StopReason.REPEATED_CALLS)
         if self.cancelled:
             return self.finish(StopReason.CANCELLED)
-        if self.choice not in ("auto", "none"):
+        searched_only = self.setup.tool_search is not None and all(
+            call.name == SEARCH_TOOL for call in calls
+        )
+        if self.choice not in ("auto", "none") and not searched_only:
+            # A search is a step towards the forced call, not the call: the choice holds.
             forced = self.by_name.get(self.choice)
             # A forced call has been made; forcing again would loop forever, except for a
             # terminal tool whose arguments were rejected (the model must try again).
