@@ -239,3 +239,53 @@ def test_bfcl_multi_turn_teacher_replays_the_ground_truth_on_the_train_split():
         assert conversation.messages[-1].content == "Done."
     with pytest.raises(TrainDataError, match="no scripted teacher for 'bfcl:multi_turn_miss_func'"):
         teacher_conversations("bfcl:multi_turn_miss_func", size=1)
+
+
+def test_irrelevance_teacher_answers_in_text_on_the_train_split_only():
+    from tooluse.evals.bfcl.data import load_bfcl_category, split_of_entry
+    from tooluse.train.bfcl_teachers import NO_TOOL_REPLY
+
+    conversations = teacher_conversations("bfcl:live_irrelevance", size=30)
+    assert len(conversations) == 30
+    by_id = {e.id: e for e in load_bfcl_category("live_irrelevance")}
+    for conversation in conversations:
+        entry = by_id[conversation.source.removeprefix("bfcl:")]
+        assert split_of_entry(entry) == "train"
+        assert conversation.tools  # the functions that cannot serve the request are on offer
+        reply = conversation.messages[-1]
+        assert reply.role == "assistant" and not reply.tool_calls
+        assert reply.content == NO_TOOL_REPLY
+        assert conversation.messages[-2].content == entry.messages()[-1].content
+
+
+def test_multi_turn_calls_teacher_offers_the_called_functions_among_decoys():
+    from tooluse.envs.splits import split_of
+    from tooluse.evals.bfcl.world import ground_truth_calls, load_multi_turn
+
+    conversations = teacher_conversations("bfcl:multi_turn_calls", size=20)
+    assert len(conversations) == 20
+    entries = {e.id: e for e in load_multi_turn("multi_turn_base")}
+    with_decoys = 0
+    for conversation in conversations:
+        entry = entries[conversation.source.removeprefix("bfcl:").removesuffix("/turn0")]
+        assert split_of(entry.id, salt="bfcl:multi_turn_base") == "train"
+        user, reply = conversation.messages
+        assert user.content == entry.turns[0]
+        expected = [(name, args) for name, args in ground_truth_calls(entry)[0]]
+        assert [(c.name, c.arguments) for c in reply.tool_calls] == expected
+        offered = {t.name for t in conversation.tools}
+        assert {name for name, _ in expected} <= offered
+        with_decoys += len(offered) > len({name for name, _ in expected})
+    assert with_decoys >= 10  # most have other functions of their classes to choose from
+
+
+def test_env_counts_after_an_equals_sign_and_bad_counts_are_refused(tmp_path):
+    from tooluse.cli.train_cmd import _sized
+
+    assert _sized("bfcl:live_irrelevance=40", 200) == ("bfcl:live_irrelevance", 40)
+    assert _sized("math:arithmetic", 200) == ("math:arithmetic", 200)
+    result = CliRunner().invoke(
+        app,
+        ["train", "sft", "--env", "math:arithmetic=0", "--out", str(tmp_path / "o")],
+    )
+    assert result.exit_code != 0 and "whole number of 1 or more" in result.output

@@ -27,7 +27,10 @@ EnvOption = Annotated[
     typer.Option(
         "--env",
         "-e",
-        help="An environment with a scripted teacher (math:arithmetic); repeat to mix several.",
+        help=(
+            "An environment with a scripted teacher (math:arithmetic); repeat to mix several; "
+            "NAME=N takes N tasks of it instead of --size."
+        ),
     ),
 ]
 SplitOption = Annotated[str, typer.Option("--split", help="The tasks' split (train only).")]
@@ -72,12 +75,21 @@ def _conversations(
         "size": size,
         "seed": seed,
     }
-    conversations = [
-        conversation
-        for env in envs
-        for conversation in teacher_conversations(env, split=split, size=size, seed=seed)
-    ]
+    conversations = []
+    for env in envs:
+        name, count = _sized(env, size)
+        conversations += teacher_conversations(name, split=split, size=count, seed=seed)
     return conversations, described
+
+
+def _sized(env: str, size: int) -> tuple[str, int]:
+    """``NAME=N`` as (NAME, N); a bare NAME with ``size``."""
+    name, equals, count = env.rpartition("=")
+    if not equals:
+        return env, size
+    if not count.isdigit() or int(count) < 1:
+        raise _fail(f"--env {env}: the count after '=' must be a whole number of 1 or more")
+    return name, int(count)
 
 
 def _render(conversations: Any, base: Path | None) -> Any:

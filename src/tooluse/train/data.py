@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from tooluse.messages import ChatMessage, ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
+from tooluse.train.bfcl_teachers import BFCL_TEACHERS, bfcl_teacher_conversations
 
 __all__ = [
     "TEACHERS",
@@ -44,7 +45,8 @@ __all__ = [
 #: Environments with a scripted teacher (a solver whose trajectories are right by construction):
 #: math:arithmetic runs the expression in python and submits its output; the BFCL multi-turn
 #: categories whose tools stay the same through an entry replay BFCL's ground truth; the
-#: reasoning-gym datasets below run their entry's expression in python.
+#: reasoning-gym datasets below run their entry's expression in python; the last two teach
+#: when not to call and which tool to call (:mod:`tooluse.train.bfcl_teachers`).
 TEACHERS = (
     "math:arithmetic",
     "bfcl:multi_turn_base",
@@ -53,6 +55,8 @@ TEACHERS = (
     "reasoning_gym:basic_arithmetic",
     "reasoning_gym:chain_sum",
     "reasoning_gym:products",
+    "bfcl:live_irrelevance",
+    "bfcl:multi_turn_calls",
 )
 _REASONING_GYM = "reasoning_gym:"
 _LISTED = 8  # how many bad lines or calls an error message names
@@ -295,6 +299,11 @@ def teacher_conversations(
             f"no scripted teacher for {environment!r}; teachers: {', '.join(TEACHERS)} "
             "(or pass an SFT JSONL file with --data)"
         )
+    if environment in BFCL_TEACHERS:
+        conversations = bfcl_teacher_conversations(environment, split=split, size=size, seed=seed)
+        if not conversations:
+            raise TrainDataError(f"the teacher of {environment} kept no conversation")
+        return conversations
     if environment == "math:arithmetic" or environment.startswith(_REASONING_GYM):
         env = environment_registry.get(name=environment, split=split, size=size, seed=seed)
     else:  # a fixed set: its train split, at most ``size`` entries
@@ -343,15 +352,18 @@ def _submits_what_python_printed(record: Mapping[str, Any]) -> bool:
 def render_examples(
     conversations: Sequence[Conversation], renderer: TurnRenderer
 ) -> list[TrainExample]:
-    """One example per assistant turn, rendered by ``renderer`` as at inference: a turn of
-    calls sees the tools in its prompt, a text turn does not (the backend's text mode)."""
+    """One example per assistant turn, rendered by ``renderer`` with the conversation's tools
+    in its prompt: that is the prompt where the model's odds of starting a call decide
+    between calling and answering (:class:`~tooluse.local.decision.ModelDecider`), so a text
+    turn teaches it not to call there."""
     examples = []
     for conversation in conversations:
         for index, message in enumerate(conversation.messages):
             if message.role != "assistant":
                 continue
-            tools = conversation.tools if message.tool_calls else ()
-            prompt, completion = renderer.render_turn(conversation.messages[:index], message, tools)
+            prompt, completion = renderer.render_turn(
+                conversation.messages[:index], message, conversation.tools
+            )
             examples.append(
                 TrainExample(prompt=prompt, completion=completion, source=conversation.source)
             )

@@ -1,0 +1,127 @@
+"""Teachers for deciding and choosing, from BFCL categories that the held-out BFCL table never
+scores: when to answer without a call, and which of several tools to call with which arguments.
+
+- ``bfcl:live_irrelevance``: the category's train entries (real user requests with functions
+  that cannot serve them), answered in text without a call, as BFCL's checker wants.
+- ``bfcl:multi_turn_calls``: the first user turn of each ``multi_turn_base`` train entry asked
+  on its own, its ground-truth calls as the answer, with the called functions and up to
+  ``DECOYS`` other functions of the entry's classes on offer (all of a class's functions do not
+  fit a short training sequence; decoys are added while the docs stay within
+  ``MAX_DOC_CHARS``).
+
+Entries whose function docs exceed ``MAX_DOC_CHARS`` characters of JSON, or whose request
+exceeds ``MAX_REQUEST_CHARS``, are left out: with the tool prompt they would not fit the short
+sequences training runs on.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from tooluse.messages import ChatMessage, ToolCall
+from tooluse.tools.definition import ToolDefinition
+
+__all__ = ["BFCL_TEACHERS", "NO_TOOL_REPLY", "bfcl_teacher_conversations"]
+
+BFCL_TEACHERS = ("bfcl:live_irrelevance", "bfcl:multi_turn_calls")
+#: The reply to a request that none of the offered tools serves.
+NO_TOOL_REPLY = "None of the available functions can do this, so I will not call one."
+DECOYS = 3
+MAX_DOC_CHARS = 1600
+MAX_REQUEST_CHARS = 1000
+
+
+def _tools(docs: Sequence[dict[str, Any]]) -> tuple[ToolDefinition, ...] | None:
+    from tooluse.evals.bfcl.data import tool_from_bfcl_function
+
+    if len(json.dumps(list(docs))) > MAX_DOC_CHARS:
+        return None
+    try:
+        return tuple(tool_from_bfcl_function(doc) for doc in docs)
+    except ValueError:
+        return None
+
+
+def _irrelevance(split: str, size: int, seed: int) -> list[Any]:
+    from tooluse.evals.bfcl.data import load_bfcl_category, select_entries
+    from tooluse.train.data import Conversation
+
+    entries = select_entries(load_bfcl_category("live_irrelevance"), split=split, seed=seed)
+    random.Random(seed).shuffle(entries)
+    conversations = []
+    for entry in entries:
+        tools = _tools(entry.functions)
+        messages = entry.messages()
+        if not tools or not messages or messages[-1].role != "user":
+            continue
+        if sum(len(m.content) for m in messages) > MAX_REQUEST_CHARS:
+            continue
+        reply = ChatMessage(role="assistant", content=NO_TOOL_REPLY)
+        conversations.append(
+            Conversation(messages=(*messages, reply), tools=tools, source=f"bfcl:{entry.id}")
+        )
+        if len(conversations) == size:
+            break
+    return conversations
+
+
+def _first_turn(entry: Any, rng: random.Random) -> Any | None:
+    from tooluse.evals.bfcl.world import function_docs, ground_truth_calls
+    from tooluse.train.data import Conversation
+
+    calls = ground_truth_calls(entry)[0] if entry.ground_truth else []
+    if not calls or not entry.turns[0]:
+        return None
+    docs = {doc["name"]: doc for doc in function_docs(entry.involved_classes)}
+    called = list(dict.fromkeys(name for name, _ in calls))
+    if any(name not in docs for name in called):
+        return None
+    others = [name for name in docs if name not in called]
+    chosen = list(called)
+    for name in rng.sample(others, len(others)):  # decoys while the docs fit
+        if len(chosen) - len(called) == DECOYS:
+            break
+        if len(json.dumps([docs[n] for n in (*chosen, name)])) <= MAX_DOC_CHARS:
+            chosen.append(name)
+    rng.shuffle(chosen)
+    tools = _tools([docs[name] for name in chosen])
+    if tools is None:
+        return None
+    reply = ChatMessage(
+        role="assistant",
+        tool_calls=tuple(ToolCall(name=name, arguments=arguments) for name, arguments in calls),
+    )
+    user = ChatMessage(role="user", content=entry.turns[0])
+    return Conversation(messages=(user, reply), tools=tools, source=f"bfcl:{entry.id}/turn0")
+
+
+def _multi_turn_calls(split: str, size: int, seed: int) -> list[Any]:
+    from tooluse.envs.splits import split_of
+    from tooluse.evals.bfcl.world import load_multi_turn
+
+    rng = random.Random(seed)
+    conversations = []
+    for entry in load_multi_turn("multi_turn_base"):
+        if split_of(entry.id, salt=f"bfcl:{entry.category}") != split:
+            continue
+        conversation = _first_turn(entry, rng)
+        if conversation is not None:
+            conversations.append(conversation)
+        if len(conversations) == size:
+            break
+    return conversations
+
+
+def bfcl_teacher_conversations(
+    teacher: str, *, split: str = "train", size: int = 200, seed: int = 0
+) -> list[Any]:
+    """At most ``size`` conversations of ``teacher`` (one of :data:`BFCL_TEACHERS`) on the
+    ``split`` entries."""
+    if teacher == "bfcl:live_irrelevance":
+        return _irrelevance(split, size, seed)
+    if teacher == "bfcl:multi_turn_calls":
+        return _multi_turn_calls(split, size, seed)
+    raise ValueError(f"no BFCL teacher {teacher!r}; teachers: {', '.join(BFCL_TEACHERS)}")
