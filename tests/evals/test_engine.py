@@ -452,3 +452,32 @@ def test_ctrl_c_stops_the_running_item_and_keeps_the_finished_ones(tmp_path):
     assert not stop_requested()  # cleared once the workers stopped: later runs generate
     again = run_items(items(2), doubling_worker, out, progress=False)
     assert again.skipped == 1 and again.ran == 1
+
+
+def cpu_share_worker():
+    def work(item):
+        return {"threads": os.environ.get("OMP_NUM_THREADS"), "value": item.payload}
+
+    return work
+
+
+def test_ray_actors_share_the_cpus_and_the_local_model_follows(ray_session, tmp_path, monkeypatch):
+    # two actors on 2 CPUs reserve one each, one actor both: Ray tells each its share as
+    # OMP_NUM_THREADS, and the local model's default thread count follows it
+    from tooluse.evals.engine_ray import release_workers
+    from tooluse.local.backend import default_threads
+
+    release_workers()
+    one = run_items(
+        items(2), cpu_share_worker, tmp_path / "a.jsonl", engine="ray", workers=1, progress=False
+    )
+    two = run_items(
+        items(4), cpu_share_worker, tmp_path / "b.jsonl", engine="ray", workers=2, progress=False
+    )
+    assert {r["threads"] for r in one.records} == {"2"}
+    assert {r["threads"] for r in two.records} == {"1"}
+    release_workers()
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert default_threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "not a number")
+    assert default_threads() == min(len(os.sched_getaffinity(0)), 8)

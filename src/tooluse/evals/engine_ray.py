@@ -246,12 +246,20 @@ def run_on_ray(  # noqa: PLR0913 - the engine's options, keyword-only
     address: str | None,
     item_timeout: float | None,
     max_retries: int,
-    cpus_per_worker: float = 1.0,
+    cpus_per_worker: float | None = None,
 ) -> None:
-    """Run ``todo`` on ``workers`` Ray actors, calling ``emit(item, record)`` per finished item."""
+    """Run ``todo`` on ``workers`` Ray actors, calling ``emit(item, record)`` per finished item.
+    Each actor reserves ``cpus_per_worker`` CPUs (``None``: an equal whole share of the
+    cluster's, at least one), which Ray passes on as ``OMP_NUM_THREADS``, the local model's
+    thread count."""
     ray = _import_ray()
     started_here = ensure_ray(address)
     from ray.exceptions import GetTimeoutError
+
+    wanted = max(1, min(workers, len(todo)))
+    if cpus_per_worker is None:
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        cpus_per_worker = float(max(1, cpus // wanted))
 
     pool = _RayPool(
         ray,
@@ -263,8 +271,9 @@ def run_on_ray(  # noqa: PLR0913 - the engine's options, keyword-only
         depth=1 if item_timeout is not None else 2,
     )
     digest = None if started_here else _digest(ray, make_worker)
+    if digest is not None:  # kept actors fit a run that reserves the same CPUs per actor
+        digest = f"{digest}/{cpus_per_worker}"
     try:
-        wanted = max(1, min(workers, len(todo)))
         kept = _KEPT.pop(digest, []) if digest else []
         release_workers()  # kept actors of other factories would hold the CPUs new ones need
         for actor in kept[:wanted]:

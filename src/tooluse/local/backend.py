@@ -100,6 +100,21 @@ class TurnPlan:
     reason: str = ""
 
 
+def default_threads() -> int:
+    """llama.cpp's threads when none are given: the CPUs this process may run on (at most 8),
+    fewer when ``OMP_NUM_THREADS`` says so. Ray sets that variable to an actor's CPUs, so two
+    actors on a 2-CPU machine take one thread each instead of fighting over both (two threads
+    per actor ran the embedded model at a third of one actor's speed)."""
+    threads = min(
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
+        8,
+    )
+    limit = os.environ.get("OMP_NUM_THREADS", "")
+    if limit.isdigit() and int(limit) >= 1:
+        threads = min(threads, int(limit))
+    return max(1, threads)
+
+
 class LlamaCppBackend(BaseBackend):
     """A local GGUF model behind the :class:`~tooluse.providers.base.Backend` interface.
 
@@ -158,7 +173,7 @@ class LlamaCppBackend(BaseBackend):
         path = check_model_path(model_path)
         lora = check_lora_path(lora_path, path) if lora_path is not None else None
         llama_cpp = import_llama_cpp()
-        threads = n_threads if n_threads is not None else max(1, min(os.cpu_count() or 1, 8))
+        threads = n_threads if n_threads is not None else default_threads()
         try:
             self.llm = llama_cpp.Llama(
                 model_path=str(path),
