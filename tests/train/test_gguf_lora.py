@@ -159,6 +159,17 @@ def test_model_strings_name_an_adapter_and_round_trip(tmp_path):
         load_model("local:#lora=")
 
 
+def test_model_strings_set_the_context_length_and_refuse_unknown_options():
+    from tooluse.local import _with_lora
+
+    options: dict = {}
+    assert _with_lora("#lora=a.gguf#n_ctx=8192", options) == ""
+    assert options == {"lora_path": "a.gguf", "n_ctx": 8192}
+    for bad in ("#n_ctx=big", "#n_ctx=0", "#threads=2"):
+        with pytest.raises(ValueError, match="takes #lora=PATH and #n_ctx=N"):
+            _with_lora(bad, {})
+
+
 @pytest.mark.slow
 def test_an_adapted_model_chooses_its_tools_itself_unless_told_otherwise(tmp_path):
     from tooluse.local.backend import LlamaCppBackend

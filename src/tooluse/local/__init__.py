@@ -84,18 +84,29 @@ LORA_MARK = "#lora="
 
 
 def _with_lora(rest: str, options: dict[str, Any]) -> str:
-    """``rest`` without a ``#lora=PATH`` suffix, whose path goes to ``options["lora_path"]``."""
-    model, mark, lora = rest.partition(LORA_MARK)
-    if mark:
-        if not lora:
-            raise ValueError("#lora= needs the path of a GGUF LoRA adapter")
-        options["lora_path"] = lora
+    """``rest`` without its ``#key=value`` suffixes, which go to ``options``: ``#lora=PATH``
+    (``lora_path``, a GGUF LoRA adapter) and ``#n_ctx=N`` (the context length, e.g. 8192,
+    SmolLM2's full context, for BFCL's long multi-turn and memory prompts)."""
+    model, *suffixes = rest.split("#")
+    for suffix in suffixes:
+        key, equals, value = suffix.partition("=")
+        if key == "lora":
+            if not value:
+                raise ValueError("#lora= needs the path of a GGUF LoRA adapter")
+            options["lora_path"] = value
+        elif key == "n_ctx" and equals and value.isdigit() and int(value) > 0:
+            options["n_ctx"] = int(value)
+        else:
+            raise ValueError(
+                f"#{suffix}: a local model string takes #lora=PATH and #n_ctx=N (a whole number)"
+            )
     return model
 
 
 def _local_factory(rest: str, **options: Any) -> Any:
     """``load_model("local")``: the embedded SmolLM2 (``rest`` may name a GGUF path);
-    ``"local:#lora=PATH"`` adds a GGUF LoRA adapter (``tooluse train`` writes them)."""
+    ``"local:#lora=PATH"`` adds a GGUF LoRA adapter (``tooluse train`` writes them),
+    ``"local:#n_ctx=8192"`` sets the context length."""
     LlamaCppBackend = __getattr__("LlamaCppBackend")  # a missing extra is named, not a raw error
     rest = _with_lora(rest, options)
     if rest in ("", "default"):  # "local", "local:" and "local:default" name the embedded model
