@@ -23,6 +23,7 @@ from typing import Any
 
 from tooluse.messages import ChatMessage, ToolCall
 from tooluse.tools.definition import ToolDefinition
+from tooluse.train.conversation import Conversation
 
 __all__ = ["BFCL_TEACHERS", "NO_TOOL_REPLY", "bfcl_teacher_conversations"]
 
@@ -45,9 +46,8 @@ def _tools(docs: Sequence[dict[str, Any]]) -> tuple[ToolDefinition, ...] | None:
         return None
 
 
-def _irrelevance(split: str, size: int, seed: int) -> list[Any]:
+def _irrelevance(split: str, size: int, seed: int) -> list[Conversation]:
     from tooluse.evals.bfcl.data import load_bfcl_category, select_entries
-    from tooluse.train.data import Conversation
 
     entries = select_entries(load_bfcl_category("live_irrelevance"), split=split, seed=seed)
     random.Random(seed).shuffle(entries)
@@ -68,9 +68,8 @@ def _irrelevance(split: str, size: int, seed: int) -> list[Any]:
     return conversations
 
 
-def _first_turn(entry: Any, rng: random.Random) -> Any | None:
+def _first_turn(entry: Any, rng: random.Random) -> Conversation | None:
     from tooluse.evals.bfcl.world import function_docs, ground_truth_calls
-    from tooluse.train.data import Conversation
 
     calls = ground_truth_calls(entry)[0] if entry.ground_truth else []
     if not calls or not entry.turns[0]:
@@ -98,7 +97,7 @@ def _first_turn(entry: Any, rng: random.Random) -> Any | None:
     return Conversation(messages=(user, reply), tools=tools, source=f"bfcl:{entry.id}/turn0")
 
 
-def _multi_turn_calls(split: str, size: int, seed: int) -> list[Any]:
+def _multi_turn_calls(split: str, size: int, seed: int) -> list[Conversation]:
     from tooluse.envs.splits import split_of
     from tooluse.evals.bfcl.world import load_multi_turn
 
@@ -117,7 +116,7 @@ def _multi_turn_calls(split: str, size: int, seed: int) -> list[Any]:
 
 def bfcl_teacher_conversations(
     teacher: str, *, split: str = "train", size: int = 200, seed: int = 0
-) -> list[Any]:
+) -> list[Conversation]:
     """At most ``size`` conversations of ``teacher`` (one of :data:`BFCL_TEACHERS`) on the
     ``split`` entries."""
     if teacher == "bfcl:live_irrelevance":

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from tooluse.messages import ChatMessage, ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 from tooluse.train.bfcl_teachers import BFCL_TEACHERS, bfcl_teacher_conversations
+from tooluse.train.conversation import Conversation
 
 __all__ = [
     "TEACHERS",
@@ -64,15 +65,6 @@ _LISTED = 8  # how many bad lines or calls an error message names
 
 class TrainDataError(ValueError):
     """Training data that cannot be used as it is (the message says where and why)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Conversation:
-    """One training conversation: messages, the tools offered, where it came from."""
-
-    messages: tuple[ChatMessage, ...]
-    tools: tuple[ToolDefinition, ...] = ()
-    source: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
