@@ -65,7 +65,7 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && apt-get update -q && apt-get install -y -q chromium; } || echo "warning: no chromium; install it for the report tests"
 
 test: install lint typecheck chromium
-	$(PY) -m pytest -q -p no:cacheprovider -rs
+	$(PY) -m pytest -q -p no:cacheprovider -rs --durations=25
 
 # The same without the tests marked slow (the real local model, servers, Chromium): a few
 # minutes, for the edit-test cycle. `make test` stays the full check.

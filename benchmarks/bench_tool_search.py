@@ -1,6 +1,5 @@
 """Large toolsets: 500 tools from BFCL's function docs, the embedded model picking the right one
-(run by hand: `python benchmarks/measure_tool_search.py`; each question costs the 2-core machine
-about a minute per mode, too long for `make bench` until the figures are in the README).
+(about 3 minutes on the 2-core machine; `python benchmarks/run_all.py tool_search` runs it alone).
 
 Each of N questions of BFCL's simple_python category is asked with the 500 tools (its own
 function among them) offered three ways, on the embedded SmolLM2 model:
@@ -10,16 +9,14 @@ function among them) offered three ways, on the embedded SmolLM2 model:
 - top_k: ``tools_top_k=5``, the 5 tools BM25 ranks highest for the question;
 - search: ``ToolSearch(tools, top_k=5)``, one ``search_tools`` tool first, then what it found.
 
-Figures: the right-tool rate (the first call of a real tool names the entry's function), the
-prompt tokens of the first request, and their ratios to the baseline measured in this run.
+Every mode asks with ``tool_choice="required"`` and at most 2 tool rounds (a search, then the
+call). Figures: the right-tool rate (the first call of a real tool names the entry's function),
+the prompt tokens of the first request, and their ratios to the baseline measured in this run.
 """
 
 from __future__ import annotations
 
-import json
 import random
-import time
-from pathlib import Path
 from typing import Any
 
 from tooluse import ToolSearch, run
@@ -27,9 +24,8 @@ from tooluse.errors import ContextLengthError
 from tooluse.evals.bfcl.data import load_bfcl_category, tool_from_bfcl_function
 from tooluse.local import LlamaCppBackend
 
-QUESTIONS = 8  # each question costs the 2-core machine about a minute per mode
+QUESTIONS = 8
 TOOLSET = 500
-RESULTS = Path(__file__).resolve().parent / "results" / "tool_search.json"
 
 
 def toolset() -> tuple[list[Any], list[Any]]:
@@ -61,7 +57,6 @@ def prompt_tokens(backend: Any, entry: Any, offered: list[Any]) -> int:
 
 
 def main() -> dict[str, Any]:
-    started = time.monotonic()
     tools, asked = toolset()
     backend = LlamaCppBackend.default(n_ctx=8192)
     figures: dict[str, Any] = {"tools": len(tools), "questions": len(asked)}
@@ -95,8 +90,6 @@ def main() -> dict[str, Any]:
     for key, value in figures.items():
         print(f"{key:28} {value:.3f}" if isinstance(value, float) else f"{key:28} {value}")
     backend.close()
-    record = {"figures": figures, "seconds": round(time.monotonic() - started, 1)}
-    RESULTS.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return figures
 
 

@@ -22,6 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module below
+from readme_evals import (  # noqa: E402 - after the path it is found on
+    render_bfcl,
+    render_tool_search,
+    render_train,
+    rows_tool_search,
+)
+
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
 RESULTS = HERE / "results"
@@ -29,6 +37,10 @@ RESULTS = HERE / "results"
 
 class FiguresError(Exception):
     """A results file or a README marker is missing or malformed."""
+
+
+#: Results files that a measurement script writes, not ``run_all.py``.
+MEASUREMENTS = {"train": "measure_training.py", "bfcl": "measure_bfcl.py"}
 
 
 class Results:
@@ -43,9 +55,10 @@ class Results:
         if name not in self._loaded:
             path = self.directory / f"{name}.json"
             if not path.is_file():
+                script = MEASUREMENTS.get(name, f"run_all.py {name}")
                 raise FiguresError(
                     f"{path.name} is missing in {self.directory}; "
-                    f"run `python benchmarks/run_all.py {name}` to produce it"
+                    f"run `python benchmarks/{script}` to produce it"
                 )
             try:
                 self._loaded[name] = json.loads(path.read_text(encoding="utf-8"))
@@ -520,6 +533,7 @@ TABLE: dict[str, Callable[[Results], list[str]]] = {
     "serve": rows_serve,
     "demo": rows_demo,
     "evals": rows_evals,
+    "tool_search": rows_tool_search,
 }
 
 
@@ -641,64 +655,6 @@ def render_format_peak(r: Results) -> str:
     return f"{_span(peaks, '.1f')}x"
 
 
-def _rate(row: dict[str, Any] | None) -> str:
-    if not row:
-        return "-"
-    return f"{row['rate']:.0%} ({row['correct']}/{row['total']})"
-
-
-def _change(row: dict[str, Any]) -> str:
-    if "base" not in row or "trained" not in row:
-        return ""
-    points = (row["trained"]["rate"] - row["base"]["rate"]) * 100
-    return f"{points:+.0f}"
-
-
-def _train_rows(evaluations: dict[str, Any]) -> list[str]:
-    lines = []
-    for name, row in evaluations.items():
-        if name == "bfcl":
-            continue
-        lines.append(
-            f"| {name} (test) | {_rate(row.get('base'))} | {_rate(row.get('trained'))} "
-            f"| {_change(row)} |"
-        )
-    bfcl = evaluations.get("bfcl")
-    if bfcl:
-        categories = (bfcl.get("trained") or bfcl.get("base") or {}).get("categories", {})
-        for category in categories:
-            cells = {
-                k: bfcl[k]["categories"].get(category) for k in ("base", "trained") if k in bfcl
-            }
-            lines.append(
-                f"| BFCL {category} | {_rate(cells.get('base'))} "
-                f"| {_rate(cells.get('trained'))} | {_change(cells)} |"
-            )
-        lines.append(
-            f"| **BFCL single-turn, all** | {_rate(bfcl.get('base'))} "
-            f"| {_rate(bfcl.get('trained'))} | {_change(bfcl)} |"
-        )
-    return lines
-
-
-def render_train(r: Results) -> str:
-    record = r.record("train")
-    card = record.get("card") or {}
-    metrics = card.get("metrics", {})
-    lines = [
-        "| `benchmarks/results/train.json` | base | trained | points |",
-        "|---|---|---|---|",
-        *_train_rows(record["evaluations"]),
-        "",
-        f"The adapter: {record['adapter_bytes'] / 1e6:.1f} MB GGUF LoRA, {card.get('method', '?')} "
-        f"on {card.get('examples', '?')} turns, {metrics.get('steps', '?')} steps in "
-        f"{card.get('wall_seconds', 0) / 60:.0f} minutes "
-        f"({metrics.get('tokens_per_second', '?')} training tokens/s), "
-        f"loss {metrics.get('loss_first', 0):.3f} -> {metrics.get('loss_last', 0):.3f}.",
-    ]
-    return "\n".join(lines)
-
-
 # Blocks of whole lines (markers on lines of their own) and spans inside a line of prose.
 BLOCKS: dict[str, Callable[[Results], str]] = {
     "benchmarks": render_benchmarks,
@@ -706,6 +662,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "serve-figures": render_serve,
     "mutation-figures": render_mutation,
     "train-figures": render_train,
+    "tool-search-figures": render_tool_search,
+    "bfcl-figures": render_bfcl,
 }
 SPANS: dict[str, Callable[[Results], str]] = {"format-peak": render_format_peak}
 

@@ -1,0 +1,178 @@
+"""The README's figures of model measurements (training, every BFCL category, tool search),
+rendered by ``readme_figures.py`` from ``benchmarks/results/``; ``r`` is its ``Results``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _row(source: str, what: str, ours: str, baseline: str = "", ratio: str = "") -> str:
+    return f"| {what} (`{source}.json`) | {ours} | {baseline} | {ratio} |"
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:.0f}%"
+
+
+def rows_tool_search(r: Any) -> list[str]:
+    f = r.figures("tool_search")
+    n, q = f["tools"], f["questions"]
+    return [
+        _row(
+            "tool_search",
+            f"{n} BFCL tools, {q} simple_python questions: `ToolSearch(top_k=5)` prompt",
+            f"{f['search_prompt_tokens']:,} tokens, right tool {_pct(f['search_right_tool_rate'])}",
+            f"all {n} schemas: {f['all_prompt_tokens']:,} tokens "
+            f"(right tool {_pct(f['all_right_tool_rate'])})",
+            f"{f['search_tokens_over_all']:.3f}x",
+        ),
+        _row(
+            "tool_search",
+            "same, `tools_top_k=5` (BM25 on the request, no extra turn)",
+            f"{f['top_k_prompt_tokens']:,} tokens, right tool {_pct(f['top_k_right_tool_rate'])}",
+            f"all {n} schemas: {f['all_prompt_tokens']:,} tokens",
+            f"{f['top_k_tokens_over_all']:.3f}x",
+        ),
+    ]
+
+
+def render_tool_search(r: Any) -> str:
+    f = r.figures("tool_search")
+    n, q = f["tools"], f["questions"]
+    rate = _pct
+    return (
+        f"Measured (`benchmarks/bench_tool_search.py`, figures from "
+        f"`benchmarks/results/tool_search.json`): {n} tools built from BFCL's function docs, "
+        f"{q} simple_python questions whose function is among them, the embedded SmolLM2 model, "
+        f"a call required. All {n} schemas take {f['all_prompt_tokens']:,} prompt tokens, far "
+        f"beyond the model's context, so no question gets an answer "
+        f"(right tool {rate(f['all_right_tool_rate'])}); `ToolSearch(top_k=5)` starts with "
+        f"{f['search_prompt_tokens']:,} tokens ({f['search_tokens_over_all']:.3f}x) and finds "
+        f"the right tool in {rate(f['search_right_tool_rate'])}; `tools_top_k=5` sends "
+        f"{f['top_k_prompt_tokens']:,} tokens ({f['top_k_tokens_over_all']:.3f}x) and gets "
+        f"{rate(f['top_k_right_tool_rate'])}."
+    )
+
+
+def _rate(row: dict[str, Any] | None) -> str:
+    if not row:
+        return "-"
+    return f"{row['rate']:.0%} ({row['correct']}/{row['total']})"
+
+
+def _change(row: dict[str, Any]) -> str:
+    if "base" not in row or "trained" not in row:
+        return ""
+    points = (row["trained"]["rate"] - row["base"]["rate"]) * 100
+    return f"{points:+.0f}"
+
+
+def _train_rows(evaluations: dict[str, Any]) -> list[str]:
+    lines = []
+    for name, row in evaluations.items():
+        if name == "bfcl":
+            continue
+        lines.append(
+            f"| {name} (test) | {_rate(row.get('base'))} | {_rate(row.get('trained'))} "
+            f"| {_change(row)} |"
+        )
+    bfcl = evaluations.get("bfcl")
+    if bfcl:
+        categories = (bfcl.get("trained") or bfcl.get("base") or {}).get("categories", {})
+        for category in categories:
+            cells = {
+                k: bfcl[k]["categories"].get(category) for k in ("base", "trained") if k in bfcl
+            }
+            lines.append(
+                f"| BFCL {category} | {_rate(cells.get('base'))} "
+                f"| {_rate(cells.get('trained'))} | {_change(cells)} |"
+            )
+        lines.append(
+            f"| **BFCL single-turn, all** | {_rate(bfcl.get('base'))} "
+            f"| {_rate(bfcl.get('trained'))} | {_change(bfcl)} |"
+        )
+    return lines
+
+
+def render_train(r: Any) -> str:
+    record = r.record("train")
+    card = record.get("card") or {}
+    metrics = card.get("metrics", {})
+    lines = [
+        "| `benchmarks/results/train.json` | base | trained | points |",
+        "|---|---|---|---|",
+        *_train_rows(record["evaluations"]),
+        "",
+        f"The adapter: {record['adapter_bytes'] / 1e6:.1f} MB GGUF LoRA, {card.get('method', '?')} "
+        f"on {card.get('examples', '?')} turns, {metrics.get('steps', '?')} steps in "
+        f"{card.get('wall_seconds', 0) / 60:.0f} minutes "
+        f"({metrics.get('tokens_per_second', '?')} training tokens/s), "
+        f"loss {metrics.get('loss_first', 0):.3f} -> {metrics.get('loss_last', 0):.3f}.",
+    ]
+    return "\n".join(lines)
+
+
+def _cell(row: dict[str, Any] | None) -> str:
+    if not row or not row.get("total"):
+        return "not run"
+    return f"{row['correct'] / row['total']:.0%} ({row['correct']}/{row['total']})"
+
+
+def _score_lines(models: dict[str, Any]) -> list[str]:
+    labels = list(models)
+    groups = list(next(iter(models.values()))["score"]["groups"])
+    lines = [
+        "| **overall score** | "
+        + " | ".join(f"**{models[k]['score']['overall']:.1%}**" for k in labels)
+        + " |"
+    ]
+    for name in groups:
+        cells = []
+        for label in labels:
+            group = models[label]["score"]["groups"][name]
+            cells.append(f"{group['accuracy']:.1%}")
+        weight = models[labels[0]]["score"]["groups"][name]["weight"]
+        lines.append(f"| {name} group (weight {weight}) | " + " | ".join(cells) + " |")
+    return lines
+
+
+def render_bfcl(r: Any) -> str:
+    models: dict[str, Any] = r.record("bfcl")["models"]
+    labels = list(models)
+    categories: list[str] = []
+    for found in models.values():
+        categories += [c for c in found["categories"] if c not in categories]
+    first = models[labels[0]]
+    missing = first["score"]["missing"]
+    categories += [c for c in missing if c not in categories]
+    lines = [
+        "| category (`benchmarks/results/bfcl.json`) | " + " | ".join(labels) + " |",
+        "|---|" + "---|" * len(labels),
+    ]
+    for category in categories:
+        cells = [_cell(models[k]["categories"].get(category)) for k in labels]
+        lines.append(f"| {category} | " + " | ".join(cells) + " |")
+    lines += _score_lines(models)
+    sensitivity = first.get("format_sensitivity") or {}
+    formats = sensitivity.get("formats", {})
+    seconds = sum(first["wall_seconds"].values())
+    lines += [
+        "",
+        f"Not run, so counted as 0 in the score as bfcl-eval counts them: "
+        f"{', '.join(missing) or 'none'}. Every other category is a sample (the score "
+        f"weighs the live categories by the sampled counts). Format sensitivity, apart from "
+        f"the score: {sum(f['correct'] for f in formats.values())}/"
+        f"{sum(f['total'] for f in formats.values())} right over {len(formats)} of 26 "
+        f"formats, largest difference {sensitivity.get('max_delta', 0):.0f} points, standard "
+        f"deviation {sensitivity.get('std', 0):.1f}. The {labels[0]} runs took "
+        f"{seconds / 60:.0f} minutes on the 2-core machine"
+        + (f" ({first['conditions']})." if first.get("conditions") else "."),
+        "",
+        "```bash",
+        *(
+            f"# not run here: {command}" if name in first.get("skipped", ()) else command
+            for name, command in first["commands"].items()
+        ),
+        "```",
+    ]
+    return "\n".join(lines)
