@@ -98,14 +98,14 @@ def _first_turn(entry: Any, rng: random.Random) -> Conversation | None:
 
 
 def _multi_turn_calls(split: str, size: int, seed: int) -> list[Conversation]:
-    from tooluse.envs.splits import split_of
+    from tooluse.envs.splits import split_indices
     from tooluse.evals.bfcl.world import load_multi_turn
 
     rng = random.Random(seed)
+    entries = load_multi_turn("multi_turn_base")
+    keep = split_indices([e.id for e in entries], split, salt="bfcl:multi_turn_base")
     conversations = []
-    for entry in load_multi_turn("multi_turn_base"):
-        if split_of(entry.id, salt=f"bfcl:{entry.category}") != split:
-            continue
+    for entry in (entries[i] for i in keep):  # the environment's own split of the entries
         conversation = _first_turn(entry, rng)
         if conversation is not None:
             conversations.append(conversation)

@@ -281,10 +281,6 @@ def teacher_conversations(
     through the real environment and tool loop (the python tool and BFCL's classes really
     run), with the system prompt ``tooluse eval env`` uses. ``size`` tasks of a procedural
     environment from ``seed``; the first ``size`` of a fixed set's split."""
-    from tooluse.envs import TrajectoryRunner, environment_registry
-    from tooluse.envs.prompts import default_system_prompt
-    from tooluse.providers.scripted import ScriptedBackend
-
     refuse_test_split(split)
     if environment not in TEACHERS:
         raise TrainDataError(
@@ -293,9 +289,21 @@ def teacher_conversations(
         )
     if environment in BFCL_TEACHERS:
         conversations = bfcl_teacher_conversations(environment, split=split, size=size, seed=seed)
-        if not conversations:
-            raise TrainDataError(f"the teacher of {environment} kept no conversation")
-        return conversations
+    else:
+        conversations = _played_conversations(environment, split=split, size=size, seed=seed)
+    if not conversations:
+        raise TrainDataError(f"the teacher of {environment} kept no conversation")
+    return conversations
+
+
+def _played_conversations(
+    environment: str, *, split: str, size: int, seed: int
+) -> list[Conversation]:
+    """The scripted solver's right conversations, played through the environment."""
+    from tooluse.envs import TrajectoryRunner, environment_registry
+    from tooluse.envs.prompts import default_system_prompt
+    from tooluse.providers.scripted import ScriptedBackend
+
     if environment == "math:arithmetic" or environment.startswith(_REASONING_GYM):
         env = environment_registry.get(name=environment, split=split, size=size, seed=seed)
     else:  # a fixed set: its train split, at most ``size`` entries
@@ -316,8 +324,6 @@ def teacher_conversations(
                 conversations.append(
                     conversation_from_record(record, f"{environment}/{trajectory.task_id}")
                 )
-    if not conversations:
-        raise TrainDataError(f"the teacher of {environment} kept no conversation")
     return conversations
 
 
