@@ -6,6 +6,7 @@ README's BFCL table (the first 50 of each category's seed-0 100-entry sample).
 
     python benchmarks/measure_training.py --adapter runs/train/sft/adapter.gguf
     python benchmarks/measure_training.py --adapter A --only math:arithmetic --limit 10
+    python benchmarks/measure_training.py --adapter A --decider trained   # relevance-trained
 
 Each evaluation is a `tooluse eval` command (printed before it runs, so any row can be
 reproduced by hand); run directories go to ``--runs`` (``runs/measure-training``) and are
@@ -51,6 +52,8 @@ class Evaluation:
 
     def command(self, model: str, out: Path) -> list[str]:
         """The `tooluse eval` command line for ``model`` writing to ``out``."""
+        if self.name.startswith("bfcl:multi_turn"):  # 4-5k-token prompts: the full context
+            model += ("#" if "#" in model else ":#") + "n_ctx=8192"
         if self.name == "bfcl":
             return [
                 *_tooluse(),
@@ -149,10 +152,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--models", default="base,trained", help="Which of base,trained to run (comma-separated)."
     )
+    parser.add_argument(
+        "--decider",
+        default=None,
+        help="How the trained model decides to call (local:#decider=NAME), e.g. 'trained' "
+        "for an adapter trained with the relevance teacher.",
+    )
     args = parser.parse_args(argv)
     if not args.adapter.is_file():
         parser.error(f"no adapter at {args.adapter}")
-    every = {"base": "local", "trained": f"local:#lora={args.adapter}"}
+    trained = f"local:#lora={args.adapter}" + (f"#decider={args.decider}" if args.decider else "")
+    every = {"base": "local", "trained": trained}
     models = {k: v for k, v in every.items() if k in args.models.split(",")}
     evaluations = [
         e for e in default_evaluations(args.limit) if not args.only or e.name in args.only
@@ -176,6 +186,7 @@ def _write(args: argparse.Namespace, table: dict[str, Any]) -> None:
         "adapter_bytes": args.adapter.stat().st_size,
         "card": json.loads(card.read_text()) if card.is_file() else None,
         "split": "test",
+        "decider": args.decider or "model",
         "evaluations": table,
     }
     args.out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

@@ -107,7 +107,8 @@ def render_train(r: Any) -> str:
         f"on {card.get('examples', '?')} turns, {metrics.get('steps', '?')} steps in "
         f"{card.get('wall_seconds', 0) / 60:.0f} minutes "
         f"({metrics.get('tokens_per_second', '?')} training tokens/s), "
-        f"loss {metrics.get('loss_first', 0):.3f} -> {metrics.get('loss_last', 0):.3f}.",
+        f"loss {metrics.get('loss_first', 0):.3f} -> {metrics.get('loss_last', 0):.3f}; "
+        f"the trained model decides with `#decider={record.get('decider', 'model')}`.",
     ]
     return "\n".join(lines)
 

@@ -48,17 +48,22 @@ def test_local_model_episode_is_recorded_consistently():
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # a few prefills of a 3k-token tool list
 def test_local_model_plays_a_bfcl_multi_turn_entry():
-    """The embedded model in a BFCL world (TradingBot, 2 user turns, the smallest prompt)."""
+    """The embedded model in a BFCL world (TradingBot, 2 user turns, the smallest prompt).
+    The call decision reads the marker's odds on the main context: the default decider also
+    scores each of the world's tools against the request, which was a third of this test's
+    time and is measured by the benchmarks, not checked here."""
     import bfcl_eval  # noqa: F401  (installed by make install; absent is a failure)
 
     from tooluse.envs.prompts import BFCL_PROMPT
-    from tooluse.local import LlamaCppBackend
+    from tooluse.local import LlamaCppBackend, MarkerDecider
 
     env = environment_registry.get(name="bfcl:multi_turn_base", max_steps=2)
     index = next(i for i, e in enumerate(env.entries) if e.id == "multi_turn_base_100")
     runner = TrajectoryRunner(
         environment=env,
-        backend=LlamaCppBackend.default(max_tokens=64, n_ctx=8192),
+        backend=LlamaCppBackend.default(
+            max_tokens=64, n_ctx=8192, decider=MarkerDecider(), narrow_tools=False
+        ),
         sampling_params=SamplingParams(temperature=0.0, max_tokens=64),
         system_prompt=BFCL_PROMPT,
     )

@@ -153,6 +153,10 @@ def test_model_strings_name_an_adapter_and_round_trip(tmp_path):
         again = load_model(backend.model_spec, n_ctx=256)
         assert again.lora_path == adapter
         again.close()
+        spec = f"local:#lora={adapter}#decider=trained#narrow=on"
+        trained = load_model(spec, n_ctx=256)
+        assert trained.model_spec == spec and trained.narrow_tools
+        trained.close()
     finally:
         backend.close()
     with pytest.raises(ValueError, match="#lora= needs the path"):
@@ -165,9 +169,20 @@ def test_model_strings_set_the_context_length_and_refuse_unknown_options():
     options: dict = {}
     assert _with_lora("#lora=a.gguf#n_ctx=8192", options) == ""
     assert options == {"lora_path": "a.gguf", "n_ctx": 8192}
-    for bad in ("#n_ctx=big", "#n_ctx=0", "#threads=2"):
-        with pytest.raises(ValueError, match="takes #lora=PATH and #n_ctx=N"):
+    for bad in ("#n_ctx=big", "#n_ctx=0", "#threads=2", "#decider"):
+        with pytest.raises(ValueError, match="takes #lora=PATH, #n_ctx=N"):
             _with_lora(bad, {})
+    chosen: dict = {}
+    assert _with_lora("#lora=a.gguf#decider=trained", chosen) == ""
+    assert type(chosen["decider"]).__name__ == "TrainedDecider"
+    narrowed: dict = {}
+    _with_lora("#narrow=on", narrowed)
+    _with_lora("#narrow=off", chosen)
+    assert narrowed["narrow_tools"] is True and chosen["narrow_tools"] is False
+    with pytest.raises(ValueError, match="#narrow=on|off"):
+        _with_lora("#narrow=maybe", {})
+    with pytest.raises(ValueError, match="no decider 'psychic'; deciders: default, model"):
+        _with_lora("#decider=psychic", {})
 
 
 @pytest.mark.slow

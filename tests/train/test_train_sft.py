@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tooluse.cli.app import app
+from tooluse.train.gguf_lora import read_lora_gguf
 
 pytest.importorskip("torch")
 pytest.importorskip("trl")
@@ -98,6 +99,22 @@ def test_tiny_sft_run_exports_an_adapter_llama_cpp_applies(tmp_path):
         assert backend.lora_path == adapter
     finally:
         backend.close()
+
+    # --adapter goes on from that adapter: its rank wins over --rank, the new one moves on
+    on = tmp_path / "on"
+    args = ["train", "sft", *TINY, "--steps", "1", "--rank", "4", "--out", str(on)]
+    went_on = CliRunner().invoke(app, [*args, "--adapter", str(adapter)])
+    assert went_on.exit_code == 0, went_on.output
+    assert json.loads((on / "card.json").read_text())["options"]["start_adapter"] == str(adapter)
+    start, after = (
+        read_lora_gguf(p, n_layers=30, n_head=9, n_head_kv=3)
+        for p in (adapter, on / "adapter.gguf")
+    )
+    assert after.rank == start.rank == 16 and after.tensors.keys() == start.tensors.keys()
+    moved = max(np.abs(after.tensors[k] - start.tensors[k]).max() for k in start.tensors)
+    assert 0 < moved < 0.1  # one small step on from the start, not a fresh adapter
+    bad = CliRunner().invoke(app, [*args, "--adapter", str(tmp_path / "none.gguf")])
+    assert bad.exit_code == 2 and "error:" in bad.output and "none.gguf" in bad.output
 
 
 @pytest.mark.slow

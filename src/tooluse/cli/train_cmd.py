@@ -14,6 +14,8 @@ command run again resumes from the last one. Only the train split is used.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,7 +31,8 @@ EnvOption = Annotated[
         "-e",
         help=(
             "An environment with a scripted teacher (math:arithmetic); repeat to mix several; "
-            "NAME=N takes N tasks of it instead of --size."
+            "NAME=N takes N tasks of it instead of --size; relevance:NAME asks the trained "
+            "decider's yes/no question of NAME's requests."
         ),
     ),
 ]
@@ -57,6 +60,25 @@ QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress ba
 def _fail(message: str) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(2)
+
+
+@contextmanager
+def _one_line_errors() -> Iterator[None]:
+    """Errors a user can act on (bad data, a model that will not load, a bad option) as one
+    line and exit code 2, not a traceback."""
+    from tooluse.errors import BackendError
+    from tooluse.train.data import TrainDataError
+
+    try:
+        yield
+    except (TrainDataError, BackendError, KeyError, ValueError) as exc:
+        raise _fail(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
+
+
+def _echo_adapter(card: Mapping[str, Any], out: Path) -> None:
+    typer.echo(
+        f"adapter {card['adapter']} ({card['adapter_bytes']} bytes), card {out / 'card.json'}"
+    )
 
 
 def _conversations(
@@ -118,21 +140,26 @@ def sft_command(  # noqa: PLR0913 - one parameter per command-line option
     save_steps: SaveOption = 50,
     max_minutes: MinutesOption = None,
     base: BaseOption = None,
+    adapter: Annotated[
+        Path | None,
+        typer.Option("--adapter", help="Go on from a train sft adapter (GGUF); its rank wins."),
+    ] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Fine-tune a LoRA adapter on SFT data; write OUT/adapter.gguf and OUT/card.json."""
-    from tooluse.errors import BackendError
-    from tooluse.train.data import TrainDataError, refuse_test_split
+    from tooluse.train.data import refuse_test_split
     from tooluse.train.runtime import import_training_stack
     from tooluse.train.sft import SFTOptions, run_sft
 
-    try:
+    with _one_line_errors():
         refuse_test_split(split)
         import_training_stack()  # a missing extra is named before any work is done
+        if adapter is not None:
+            from tooluse.local.model_files import check_lora_path, default_model_path
+
+            check_lora_path(adapter, base or default_model_path())
         conversations, described = _conversations(data, env, split, size, seed)
         examples = _render(conversations, base)
-    except (TrainDataError, BackendError, KeyError, ValueError) as exc:
-        raise _fail(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
     typer.echo(f"{len(examples)} training turns from {len(conversations)} conversations")
     options = SFTOptions(
         out=out,
@@ -146,20 +173,17 @@ def sft_command(  # noqa: PLR0913 - one parameter per command-line option
         save_steps=save_steps,
         max_minutes=max_minutes,
         base_model=base,
+        start_adapter=adapter,
         progress=not quiet,
     )
-    try:
+    with _one_line_errors():
         card = run_sft(examples, options, data=described)
-    except TrainDataError as exc:
-        raise _fail(str(exc)) from None
     metrics = card["metrics"]
     typer.echo(
         f"{metrics['steps']} steps in {card['wall_seconds']} s, loss {metrics['loss_first']} -> "
         f"{metrics['loss_last']}, {metrics['tokens_per_second']} tokens/s"
     )
-    typer.echo(
-        f"adapter {card['adapter']} ({card['adapter_bytes']} bytes), card {out / 'card.json'}"
-    )
+    _echo_adapter(card, out)
 
 
 RoundsOption = Annotated[int, typer.Option("--rounds", min=1, help="Sample-filter-train rounds.")]
@@ -201,8 +225,6 @@ def rft_command(  # noqa: PLR0913 - one parameter per command-line option
     quiet: QuietOption = False,
 ) -> None:
     """Rejection sampling: sample, keep the rewarded, fine-tune; each round's held-out success."""
-    from tooluse.errors import BackendError
-    from tooluse.train.data import TrainDataError
     from tooluse.train.rft import RFTOptions, run_rft
     from tooluse.train.runtime import import_training_stack
     from tooluse.train.sft import SFTOptions
@@ -234,10 +256,8 @@ def rft_command(  # noqa: PLR0913 - one parameter per command-line option
         max_tokens=max_tokens,
         start_adapter=adapter,
     )
-    try:
+    with _one_line_errors():
         run_rft(options, report=typer.echo)
-    except (TrainDataError, BackendError, KeyError, ValueError) as exc:
-        raise _fail(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
 
 
 GenerationsOption = Annotated[
@@ -278,8 +298,6 @@ def grpo_command(  # noqa: PLR0913 - one parameter per command-line option
     quiet: QuietOption = False,
 ) -> None:
     """GRPO with the environment's own rewards; write OUT/adapter.gguf and OUT/card.json."""
-    from tooluse.errors import BackendError
-    from tooluse.train.data import TrainDataError
     from tooluse.train.grpo import GRPOOptions, check_grpo_options, run_grpo
     from tooluse.train.runtime import import_training_stack
 
@@ -304,7 +322,7 @@ def grpo_command(  # noqa: PLR0913 - one parameter per command-line option
         base_model=base,
         progress=not quiet,
     )
-    try:
+    with _one_line_errors():
         check_grpo_options(options)
         import_training_stack()  # a missing extra is named before any work is done
         from tooluse.local.backend import LlamaCppBackend
@@ -314,16 +332,12 @@ def grpo_command(  # noqa: PLR0913 - one parameter per command-line option
             card = run_grpo(options, renderer=renderer)
         finally:
             renderer.close()
-    except (TrainDataError, BackendError, KeyError, ValueError) as exc:
-        raise _fail(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
     metrics = card["metrics"]
     typer.echo(
         f"{metrics['steps']} steps in {card['wall_seconds']} s ({metrics['seconds_per_step']} s "
         f"a step), reward {metrics['reward_first']} -> {metrics['reward_last']}"
     )
-    typer.echo(
-        f"adapter {card['adapter']} ({card['adapter_bytes']} bytes), card {out / 'card.json'}"
-    )
+    _echo_adapter(card, out)
 
 
 def register(app: typer.Typer) -> None:

@@ -85,8 +85,10 @@ LORA_MARK = "#lora="
 
 def _with_lora(rest: str, options: dict[str, Any]) -> str:
     """``rest`` without its ``#key=value`` suffixes, which go to ``options``: ``#lora=PATH``
-    (``lora_path``, a GGUF LoRA adapter) and ``#n_ctx=N`` (the context length, e.g. 8192,
-    SmolLM2's full context, for BFCL's long multi-turn and memory prompts)."""
+    (``lora_path``, a GGUF LoRA adapter), ``#n_ctx=N`` (the context length, e.g. 8192,
+    SmolLM2's full context, for BFCL's long multi-turn and memory prompts) and
+    ``#decider=NAME`` (how ``auto`` decides to call: :data:`~tooluse.local.decision.DECIDERS`)
+    and ``#narrow=on|off`` (``narrow_tools``: the grammar allows only the best-ranked tool)."""
     model, *suffixes = rest.split("#")
     for suffix in suffixes:
         key, equals, value = suffix.partition("=")
@@ -96,9 +98,16 @@ def _with_lora(rest: str, options: dict[str, Any]) -> str:
             options["lora_path"] = value
         elif key == "n_ctx" and equals and value.isdigit() and int(value) > 0:
             options["n_ctx"] = int(value)
+        elif key == "decider" and equals:
+            from tooluse.local.decision import decider_named
+
+            options["decider"] = decider_named(value)
+        elif key == "narrow" and value in ("on", "off"):
+            options["narrow_tools"] = value == "on"
         else:
             raise ValueError(
-                f"#{suffix}: a local model string takes #lora=PATH and #n_ctx=N (a whole number)"
+                f"#{suffix}: a local model string takes #lora=PATH, #n_ctx=N (a whole number), "
+                "#decider=NAME and #narrow=on|off"
             )
     return model
 

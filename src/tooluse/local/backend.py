@@ -27,6 +27,7 @@ from tooluse.events import (
 )
 from tooluse.local.chat_prompt import ChatTemplateError, render_prompt
 from tooluse.local.decision import (
+    DECIDERS,
     ModelDecider,
     ToolDecider,
     default_decider,
@@ -245,9 +246,13 @@ class LlamaCppBackend(BaseBackend):
         except MissingDependencyError:
             embedded = False
         spec = "local" if embedded else f"llama-cpp:{self.model_path}"
-        if self.lora_path is None:
-            return spec
-        return f"{spec}{':' if embedded else ''}#lora={self.lora_path}"
+        suffixes = "" if self.lora_path is None else f"#lora={self.lora_path}"
+        decider = getattr(self.decider, "name", "")
+        if decider in DECIDERS and decider != ("model" if self.lora_path else "default"):
+            suffixes += f"#decider={decider}"  # a decider chosen by name, kept by name
+        if self.narrow_tools != (self.lora_path is None):
+            suffixes += f"#narrow={'on' if self.narrow_tools else 'off'}"
+        return f"{spec}{':' if embedded and suffixes else ''}{suffixes}"
 
     @property
     def capabilities(self) -> ModelCapabilities:

@@ -8,6 +8,10 @@ scores: when to answer without a call, and which of several tools to call with w
   ``DECOYS`` other functions of the entry's classes on offer (all of a class's functions do not
   fit a short training sequence; decoys are added while the docs stay within
   ``MAX_DOC_CHARS``).
+- ``bfcl:relevance``: the yes/no question of :mod:`tooluse.train.relevance` on train
+  entries: ``Yes`` for the first turns above and the requests of ``RELEVANT_CATEGORIES`` with
+  their own functions; ``No`` for ``live_irrelevance`` and for those requests offered another
+  entry's functions (:func:`~tooluse.train.relevance.mismatched`), as many ``No`` as ``Yes``.
 
 Entries whose function docs exceed ``MAX_DOC_CHARS`` characters of JSON, or whose request
 exceeds ``MAX_REQUEST_CHARS``, are left out: with the tool prompt they would not fit the short
@@ -24,10 +28,24 @@ from typing import Any
 from tooluse.messages import ChatMessage, ToolCall
 from tooluse.tools.definition import ToolDefinition
 from tooluse.train.conversation import Conversation
+from tooluse.train.relevance import (
+    RelevanceCase,
+    cases_from_conversations,
+    mismatched,
+    relevance_conversations,
+)
 
-__all__ = ["BFCL_TEACHERS", "NO_TOOL_REPLY", "bfcl_teacher_conversations"]
+__all__ = ["BFCL_TEACHERS", "NO_TOOL_REPLY", "bfcl_relevance_cases", "bfcl_teacher_conversations"]
 
-BFCL_TEACHERS = ("bfcl:live_irrelevance", "bfcl:multi_turn_calls")
+BFCL_TEACHERS = ("bfcl:live_irrelevance", "bfcl:multi_turn_calls", "bfcl:relevance")
+#: Single-turn categories with requests their functions serve, outside the held-out table.
+RELEVANT_CATEGORIES = (
+    "simple_java",
+    "simple_javascript",
+    "live_parallel",
+    "live_parallel_multiple",
+    "live_relevance",
+)
 #: The reply to a request that none of the offered tools serves.
 NO_TOOL_REPLY = "None of the available functions can do this, so I will not call one."
 DECOYS = 3
@@ -114,6 +132,46 @@ def _multi_turn_calls(split: str, size: int, seed: int) -> list[Conversation]:
     return conversations
 
 
+def _relevant_requests(split: str) -> list[RelevanceCase]:
+    from tooluse.evals.bfcl.data import load_bfcl_category, select_entries
+
+    cases = []
+    for category in RELEVANT_CATEGORIES:
+        for entry in select_entries(load_bfcl_category(category), split=split):
+            tools = _tools(entry.functions)
+            messages = entry.messages()
+            if not tools or not messages or messages[-1].role != "user":
+                continue
+            if len(messages[-1].content) <= MAX_REQUEST_CHARS:
+                cases.append(
+                    RelevanceCase(
+                        request=messages[-1].content,
+                        tools=tools,
+                        needs_tool=True,
+                        source=f"bfcl:{entry.id}",
+                    )
+                )
+    return cases
+
+
+def bfcl_relevance_cases(split: str = "train", seed: int = 0) -> list[RelevanceCase]:
+    """The cases of ``bfcl:relevance`` in its order: as many that need a tool as not, shuffled
+    with ``seed`` (so a prefix keeps both in about equal numbers)."""
+    rng = random.Random(seed)
+    yes = cases_from_conversations(_multi_turn_calls(split, 10**6, seed)) + _relevant_requests(
+        split
+    )
+    irrelevant = cases_from_conversations(_irrelevance(split, len(yes) // 2, seed))
+    no = irrelevant + mismatched(yes, rng)[: len(yes) - len(irrelevant)]
+    cases = yes + no
+    rng.shuffle(cases)
+    return cases
+
+
+def _relevance(split: str, size: int, seed: int) -> list[Conversation]:
+    return relevance_conversations(bfcl_relevance_cases(split, seed)[:size])
+
+
 def bfcl_teacher_conversations(
     teacher: str, *, split: str = "train", size: int = 200, seed: int = 0
 ) -> list[Conversation]:
@@ -123,4 +181,6 @@ def bfcl_teacher_conversations(
         return _irrelevance(split, size, seed)
     if teacher == "bfcl:multi_turn_calls":
         return _multi_turn_calls(split, size, seed)
+    if teacher == "bfcl:relevance":
+        return _relevance(split, size, seed)
     raise ValueError(f"no BFCL teacher {teacher!r}; teachers: {', '.join(BFCL_TEACHERS)}")

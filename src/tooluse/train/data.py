@@ -29,6 +29,11 @@ from tooluse.messages import ChatMessage, ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 from tooluse.train.bfcl_teachers import BFCL_TEACHERS, bfcl_teacher_conversations
 from tooluse.train.conversation import Conversation
+from tooluse.train.relevance import (
+    RELEVANCE_PREFIX,
+    cases_from_conversations,
+    relevance_conversations,
+)
 
 __all__ = [
     "TEACHERS",
@@ -46,8 +51,9 @@ __all__ = [
 #: Environments with a scripted teacher (a solver whose trajectories are right by construction):
 #: math:arithmetic runs the expression in python and submits its output; the BFCL multi-turn
 #: categories whose tools stay the same through an entry replay BFCL's ground truth; the
-#: reasoning-gym datasets below run their entry's expression in python; the last two teach
-#: when not to call and which tool to call (:mod:`tooluse.train.bfcl_teachers`).
+#: reasoning-gym datasets below run their entry's expression in python; the last three teach
+#: when not to call, which tool to call, and the trained decider's yes/no question
+#: (:mod:`tooluse.train.bfcl_teachers`; ``relevance:NAME`` asks it of any teacher).
 TEACHERS = (
     "math:arithmetic",
     "bfcl:multi_turn_base",
@@ -58,6 +64,7 @@ TEACHERS = (
     "reasoning_gym:products",
     "bfcl:live_irrelevance",
     "bfcl:multi_turn_calls",
+    "bfcl:relevance",
 )
 _REASONING_GYM = "reasoning_gym:"
 _LISTED = 8  # how many bad lines or calls an error message names
@@ -282,10 +289,14 @@ def teacher_conversations(
     run), with the system prompt ``tooluse eval env`` uses. ``size`` tasks of a procedural
     environment from ``seed``; the first ``size`` of a fixed set's split."""
     refuse_test_split(split)
+    if environment.startswith(RELEVANCE_PREFIX):  # the yes/no question of another teacher
+        inner = environment[len(RELEVANCE_PREFIX) :]
+        asked = teacher_conversations(inner, split=split, size=size, seed=seed)
+        return relevance_conversations(cases_from_conversations(asked))
     if environment not in TEACHERS:
         raise TrainDataError(
-            f"no scripted teacher for {environment!r}; teachers: {', '.join(TEACHERS)} "
-            "(or pass an SFT JSONL file with --data)"
+            f"no scripted teacher for {environment!r}; teachers: {', '.join(TEACHERS)}, "
+            f"and {RELEVANCE_PREFIX}TEACHER (or pass an SFT JSONL file with --data)"
         )
     if environment in BFCL_TEACHERS:
         conversations = bfcl_teacher_conversations(environment, split=split, size=size, seed=seed)

@@ -53,9 +53,10 @@ from tooluse.train.runtime import TrainingStack, import_training_stack
 from tooluse.train.sft import (
     ADAPTER_FILE,
     CARD_FILE,
-    TARGET_MODULES,
     export_adapter,
     load_base_model,
+    lora_setup,
+    start_from_adapter,
     stop_after,
     write_json,
 )
@@ -245,35 +246,6 @@ def environment_reward(
     return list(env_reward)
 
 
-def start_from_adapter(stack: TrainingStack, model: Any, adapter_path: Path) -> tuple[Any, float]:
-    """The base model with the ``train sft`` adapter at ``adapter_path`` on it, trainable."""
-    from tooluse.train.gguf_lora import read_lora_gguf
-
-    config = model.config
-    try:
-        adapter = read_lora_gguf(
-            adapter_path,
-            n_layers=config.num_hidden_layers,
-            n_head=config.num_attention_heads,
-            n_head_kv=config.num_key_value_heads,
-        )
-    except ValueError as exc:
-        raise TrainDataError(str(exc)) from exc
-    lora = stack.peft.LoraConfig(
-        r=adapter.rank,
-        lora_alpha=adapter.alpha,
-        lora_dropout=0.0,
-        target_modules=list(adapter.modules),
-        task_type="CAUSAL_LM",
-    )
-    tuned = stack.peft.get_peft_model(model, lora)
-    weights = {key: stack.torch.from_numpy(value) for key, value in adapter.tensors.items()}
-    loaded = stack.peft.set_peft_model_state_dict(tuned, weights)
-    if loaded.unexpected_keys:
-        raise TrainDataError(f"{adapter_path}: tensors the model has no place for")
-    return tuned, adapter.alpha
-
-
 def _config(stack: TrainingStack, options: GRPOOptions) -> Any:
     return stack.trl.GRPOConfig(
         output_dir=str(options.out / "checkpoints"),
@@ -317,18 +289,9 @@ def _trainer(
         task = env.task(index)
         text = renderer.render(first_messages(task.prompt, system), env.tools)
         prompts.setdefault(text, index)  # two tasks that read the same are the same task
-    peft_config = None
-    alpha = options.lora_alpha
-    if options.start_adapter is not None:
-        model, alpha = start_from_adapter(stack, model, options.start_adapter)
-    else:
-        peft_config = stack.peft.LoraConfig(
-            r=options.lora_rank,
-            lora_alpha=options.lora_alpha,
-            lora_dropout=0.0,
-            target_modules=list(TARGET_MODULES),
-            task_type="CAUSAL_LM",
-        )
+    model, peft_config, alpha = lora_setup(
+        stack, model, options.start_adapter, rank=options.lora_rank, alpha=options.lora_alpha
+    )
     rows = [{"prompt": text, "task_index": index} for text, index in prompts.items()]
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="You are using 'rollout_func'")

@@ -34,7 +34,9 @@ __all__ = [
     "SFTOptions",
     "export_adapter",
     "load_base_model",
+    "lora_setup",
     "run_sft",
+    "start_from_adapter",
     "stop_after",
     "write_json",
 ]
@@ -60,6 +62,7 @@ class SFTOptions:
     save_steps: int = 50
     max_minutes: float | None = None
     base_model: Path | None = None
+    start_adapter: Path | None = None
     progress: bool = True
 
 
@@ -121,11 +124,63 @@ def check_lengths(tokenizer: Any, examples: Sequence[TrainExample], max_length: 
         )
 
 
-def _trainer(stack: TrainingStack, examples: Sequence[TrainExample], options: SFTOptions) -> Any:
+def start_from_adapter(stack: TrainingStack, model: Any, adapter_path: Path) -> tuple[Any, float]:
+    """The base model with the ``train sft`` adapter at ``adapter_path`` on it, trainable."""
+    from tooluse.train.gguf_lora import read_lora_gguf
+
+    config = model.config
+    try:
+        adapter = read_lora_gguf(
+            adapter_path,
+            n_layers=config.num_hidden_layers,
+            n_head=config.num_attention_heads,
+            n_head_kv=config.num_key_value_heads,
+        )
+    except ValueError as exc:
+        raise TrainDataError(str(exc)) from exc
+    lora = stack.peft.LoraConfig(
+        r=adapter.rank,
+        lora_alpha=adapter.alpha,
+        lora_dropout=0.0,
+        target_modules=list(adapter.modules),
+        task_type="CAUSAL_LM",
+    )
+    tuned = stack.peft.get_peft_model(model, lora)
+    weights = {key: stack.torch.from_numpy(value) for key, value in adapter.tensors.items()}
+    loaded = stack.peft.set_peft_model_state_dict(tuned, weights)
+    if loaded.unexpected_keys:
+        raise TrainDataError(f"{adapter_path}: tensors the model has no place for")
+    return tuned, adapter.alpha
+
+
+def lora_setup(
+    stack: TrainingStack, model: Any, start_adapter: Path | None, *, rank: int, alpha: float
+) -> tuple[Any, Any, float]:
+    """The model to train, the peft config for the trainer to apply (None when the model
+    already carries ``start_adapter``, whose rank and alpha then win) and the alpha."""
+    if start_adapter is not None:
+        tuned, start_alpha = start_from_adapter(stack, model, start_adapter)
+        return tuned, None, start_alpha
+    config = stack.peft.LoraConfig(
+        r=rank,
+        lora_alpha=alpha,
+        lora_dropout=0.0,
+        target_modules=list(TARGET_MODULES),
+        task_type="CAUSAL_LM",
+    )
+    return model, config, alpha
+
+
+def _trainer(
+    stack: TrainingStack, examples: Sequence[TrainExample], options: SFTOptions
+) -> tuple[Any, float]:
     from tooluse.local.model_files import default_model_path
 
     base = options.base_model or default_model_path()
     model, tokenizer = load_base_model(stack, Path(base))
+    model, lora, alpha = lora_setup(
+        stack, model, options.start_adapter, rank=options.lora_rank, alpha=options.lora_alpha
+    )
     check_lengths(tokenizer, examples, options.max_length)
     rows = [{"prompt": e.prompt, "completion": e.completion} for e in examples]
     config = stack.trl.SFTConfig(
@@ -146,15 +201,8 @@ def _trainer(stack: TrainingStack, examples: Sequence[TrainExample], options: SF
         disable_tqdm=not options.progress,
         lr_scheduler_type="constant",
     )
-    lora = stack.peft.LoraConfig(
-        r=options.lora_rank,
-        lora_alpha=options.lora_alpha,
-        lora_dropout=0.0,
-        target_modules=list(TARGET_MODULES),
-        task_type="CAUSAL_LM",
-    )
     callbacks = [stop_after(stack, options.max_minutes)] if options.max_minutes else []
-    return stack.trl.SFTTrainer(
+    trainer = stack.trl.SFTTrainer(
         model=model,
         args=config,
         train_dataset=stack.datasets.Dataset.from_list(rows),
@@ -162,6 +210,7 @@ def _trainer(stack: TrainingStack, examples: Sequence[TrainExample], options: SF
         peft_config=lora,
         callbacks=callbacks,
     )
+    return trainer, alpha
 
 
 def export_adapter(stack: TrainingStack, model: Any, alpha: float, path: Path) -> Path:
@@ -206,12 +255,12 @@ def run_sft(
     stack = import_training_stack()
     options.out.mkdir(parents=True, exist_ok=True)
     stack.transformers.set_seed(options.seed)
-    trainer = _trainer(stack, examples, options)
+    trainer, alpha = _trainer(stack, examples, options)
     last = stack.transformers.trainer_utils.get_last_checkpoint(str(options.out / "checkpoints"))
     started = time.monotonic()
     trainer.train(resume_from_checkpoint=last)
     seconds = time.monotonic() - started
-    adapter = export_adapter(stack, trainer.model, options.lora_alpha, options.out / ADAPTER_FILE)
+    adapter = export_adapter(stack, trainer.model, alpha, options.out / ADAPTER_FILE)
     card = {
         "adapter": str(adapter),
         "adapter_bytes": adapter.stat().st_size,
@@ -222,7 +271,11 @@ def run_sft(
         "resumed_from": Path(last).name if last else None,
         "wall_seconds": round(seconds, 1),
         "metrics": _metrics(trainer, seconds),
-        "options": {k: v for k, v in asdict(options).items() if k not in ("out", "progress")},
+        "options": {
+            k: str(v) if isinstance(v, Path) else v
+            for k, v in asdict(options).items()
+            if k not in ("out", "progress")
+        },
     }
     write_json(options.out / CARD_FILE, card)
     return card
