@@ -108,7 +108,9 @@ def test_a_killed_sandbox_is_reported_and_the_episode_goes_on():
     assert after.tool_results[0].output == "4"
     # Killed from outside between calls: the next call gets a fresh interpreter.
     (live,) = env._sessions._live.values()
-    live.session._state.child.process.kill()
+    process = live.session._state.child.process
+    process.kill()
+    process.wait(timeout=10)  # killed and reaped: poll() alone may not see it yet
     again = env.step(after.state, Action(tool_calls=(python_call("print(3 * 3)"),)))
     assert again.tool_results[0].output == "9"
     done = env.step(again.state, Action(tool_calls=(submit("6"),)))
