@@ -31,8 +31,8 @@ EnvOption = Annotated[
         "-e",
         help=(
             "An environment with a scripted teacher (math:arithmetic); repeat to mix several; "
-            "NAME=N takes N tasks of it instead of --size; relevance:NAME asks the trained "
-            "decider's yes/no question of NAME's requests."
+            "NAME=N takes N tasks of it instead of --size; relevance:NAME asks the yes/no "
+            "decider's question of NAME's requests."
         ),
     ),
 ]
@@ -149,15 +149,13 @@ def sft_command(  # noqa: PLR0913 - one parameter per command-line option
     """Fine-tune a LoRA adapter on SFT data; write OUT/adapter.gguf and OUT/card.json."""
     from tooluse.train.data import refuse_test_split
     from tooluse.train.runtime import import_training_stack
-    from tooluse.train.sft import SFTOptions, run_sft
+    from tooluse.train.sft import SFTOptions, check_start_adapter, run_sft
 
     with _one_line_errors():
         refuse_test_split(split)
         import_training_stack()  # a missing extra is named before any work is done
         if adapter is not None:
-            from tooluse.local.model_files import check_lora_path, default_model_path
-
-            check_lora_path(adapter, base or default_model_path())
+            check_start_adapter(adapter, base)
         conversations, described = _conversations(data, env, split, size, seed)
         examples = _render(conversations, base)
     typer.echo(f"{len(examples)} training turns from {len(conversations)} conversations")

@@ -16,9 +16,9 @@ YES, NO = "Yes", "No"
 
 
 def yes_no_messages(request: str, tools: Sequence[ToolDefinition]) -> tuple[ChatMessage, ...]:
-    """The question :class:`~tooluse.local.decision.YesNoDecider` asks, as messages: the tools with their descriptions
-    in the system message, the request (its last ``MAX_REQUEST_CHARS`` characters) in the
-    user's."""
+    """The question :class:`~tooluse.local.decision.YesNoDecider` asks, as messages: the
+    tools with their descriptions in the system message, the request (its last
+    ``MAX_REQUEST_CHARS`` characters) in the user's."""
     listing = "; ".join(f"{t.name}: {t.description}" for t in tools)
     line = " ".join(request.split())[-MAX_REQUEST_CHARS:]
     question = (

@@ -64,6 +64,16 @@ def _tools(docs: Sequence[dict[str, Any]]) -> tuple[ToolDefinition, ...] | None:
         return None
 
 
+def _single_turn(entry: Any) -> tuple[tuple[ToolDefinition, ...], list[ChatMessage]] | None:
+    """An entry's functions as tools and its messages, when the functions fit and the
+    messages end with the user's request; None otherwise."""
+    tools = _tools(entry.functions)
+    messages = entry.messages()
+    if not tools or not messages or messages[-1].role != "user":
+        return None
+    return tools, messages
+
+
 def _irrelevance(split: str, size: int, seed: int) -> list[Conversation]:
     from tooluse.evals.bfcl.data import load_bfcl_category, select_entries
 
@@ -71,10 +81,10 @@ def _irrelevance(split: str, size: int, seed: int) -> list[Conversation]:
     random.Random(seed).shuffle(entries)
     conversations = []
     for entry in entries:
-        tools = _tools(entry.functions)
-        messages = entry.messages()
-        if not tools or not messages or messages[-1].role != "user":
+        usable = _single_turn(entry)
+        if usable is None:
             continue
+        tools, messages = usable
         if sum(len(m.content) for m in messages) > MAX_REQUEST_CHARS:
             continue
         reply = ChatMessage(role="assistant", content=NO_TOOL_REPLY)
@@ -138,10 +148,10 @@ def _relevant_requests(split: str) -> list[RelevanceCase]:
     cases = []
     for category in RELEVANT_CATEGORIES:
         for entry in select_entries(load_bfcl_category(category), split=split):
-            tools = _tools(entry.functions)
-            messages = entry.messages()
-            if not tools or not messages or messages[-1].role != "user":
+            usable = _single_turn(entry)
+            if usable is None:
                 continue
+            tools, messages = usable
             if len(messages[-1].content) <= MAX_REQUEST_CHARS:
                 cases.append(
                     RelevanceCase(

@@ -52,7 +52,7 @@ __all__ = [
 #: math:arithmetic runs the expression in python and submits its output; the BFCL multi-turn
 #: categories whose tools stay the same through an entry replay BFCL's ground truth; the
 #: reasoning-gym datasets below run their entry's expression in python; the last three teach
-#: when not to call, which tool to call, and the trained decider's yes/no question
+#: when not to call, which tool to call, and the yes/no question of ``YesNoDecider``
 #: (:mod:`tooluse.train.bfcl_teachers`; ``relevance:NAME`` asks it of any teacher).
 TEACHERS = (
     "math:arithmetic",

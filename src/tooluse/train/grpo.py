@@ -53,6 +53,7 @@ from tooluse.train.runtime import TrainingStack, import_training_stack
 from tooluse.train.sft import (
     ADAPTER_FILE,
     CARD_FILE,
+    check_start_adapter,
     export_adapter,
     load_base_model,
     lora_setup,
@@ -129,12 +130,7 @@ def check_grpo_options(options: GRPOOptions) -> None:
     if options.temperature <= 0:
         raise TrainDataError("--temperature must be above 0 (GRPO samples its groups)")
     if options.start_adapter is not None:
-        from tooluse.local.model_files import ModelFileError, check_lora_path, default_model_path
-
-        try:
-            check_lora_path(options.start_adapter, options.base_model or default_model_path())
-        except ModelFileError as exc:
-            raise TrainDataError(str(exc)) from exc
+        check_start_adapter(options.start_adapter, options.base_model)
 
 
 def _environment(options: GRPOOptions) -> tuple[Any, list[int]]:

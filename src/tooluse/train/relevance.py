@@ -1,9 +1,8 @@
-"""The relevance teacher: the yes/no question of :class:`~tooluse.local.decision.TrainedDecider`
+"""The relevance teacher: the yes/no question of :class:`~tooluse.local.decision.YesNoDecider`
 ("does answering this question need one of the tools?") with its right answer.
 
-The decider asks it before the first step after a user message, and these conversations are
-exactly the text it renders (:func:`~tooluse.local.decision.yes_no_messages`), answered ``Yes``
-or ``No``. Asking is a separate prompt from calling, so learning when to answer ``No`` does
+These conversations are exactly the text that decider renders
+(:func:`~tooluse.local.decision_prompts.yes_no_messages`), answered ``Yes`` or ``No``. Asking is a separate prompt from calling, so learning when to answer ``No`` does
 not teach the call prompt to stop calling (which is what no-call replies under the tool prompt
 did: the model learned the rate of no-call turns, not the rule).
 

@@ -32,6 +32,7 @@ __all__ = [
     "CARD_FILE",
     "TARGET_MODULES",
     "SFTOptions",
+    "check_start_adapter",
     "export_adapter",
     "load_base_model",
     "lora_setup",
@@ -122,6 +123,17 @@ def check_lengths(tokenizer: Any, examples: Sequence[TrainExample], max_length: 
             f"{max_length} tokens (longest {max(n for n, _ in long)}; from {names}); "
             "raise --max-length"
         )
+
+
+def check_start_adapter(adapter_path: Path, base_model: Path | None = None) -> None:
+    """``TrainDataError`` unless ``adapter_path`` is a LoRA adapter for the base model (the
+    embedded SmolLM2 when ``base_model`` is None): checked before any training work."""
+    from tooluse.local.model_files import ModelFileError, check_lora_path, default_model_path
+
+    try:
+        check_lora_path(adapter_path, base_model or default_model_path())
+    except ModelFileError as exc:
+        raise TrainDataError(str(exc)) from exc
 
 
 def start_from_adapter(stack: TrainingStack, model: Any, adapter_path: Path) -> tuple[Any, float]:
