@@ -33,6 +33,15 @@ def rows_tool_search(r: Any) -> list[str]:
             f"all {n} schemas: {f['all_prompt_tokens']:,} tokens",
             f"{f['top_k_tokens_over_all']:.3f}x",
         ),
+        _row(
+            "tool_search",
+            f"retrieval alone, {f['retrieval_questions']} simple_python questions among "
+            f"{f['retrieval_tools']:,} tools: own function in the top 5, rank fusion of BM25 "
+            "and embeddings",
+            _pct(f["fusion_top5_rate"]),
+            f"BM25: {_pct(f['bm25_top5_rate'])}",
+            f"{f['fusion_top5_over_bm25']:.3f}x",
+        ),
     ]
 
 
@@ -50,7 +59,14 @@ def render_tool_search(r: Any) -> str:
         f"{f['search_prompt_tokens']:,} tokens ({f['search_tokens_over_all']:.3f}x) and finds "
         f"the right tool in {rate(f['search_right_tool_rate'])}; `tools_top_k=5` sends "
         f"{f['top_k_prompt_tokens']:,} tokens ({f['top_k_tokens_over_all']:.3f}x) and gets "
-        f"{rate(f['top_k_right_tool_rate'])}."
+        f"{rate(f['top_k_right_tool_rate'])}. Retrieval alone, every one of the "
+        f"{f['retrieval_questions']} simple_python questions among all {f['retrieval_tools']:,} "
+        f"distinct functions of four categories: BM25 ranks the question's own function first "
+        f"for {rate(f['bm25_top1_rate'])} and in the top 5 for {rate(f['bm25_top5_rate'])}; "
+        f"`EmbeddingScorer()` (all-MiniLM-L6-v2, the `embeddings` extra) "
+        f"{rate(f['embedding_top1_rate'])} and {rate(f['embedding_top5_rate'])}; "
+        f"`RankFusionScorer(BM25Scorer(), EmbeddingScorer())` {rate(f['fusion_top1_rate'])} and "
+        f"{rate(f['fusion_top5_rate'])} ({f['fusion_top5_over_bm25']:.3f}x BM25's top 5)."
     )
 
 
@@ -177,3 +193,25 @@ def render_bfcl(r: Any) -> str:
         "```",
     ]
     return "\n".join(lines)
+
+
+def rows_train_speed(r: Any) -> list[str]:
+    f = r.figures("train_speed")
+    return [
+        _row(
+            "train_speed",
+            f"`train sft`, LoRA rank 16, {f['sft_steps']} steps of {f['sft_tokens']:,} tokens",
+            f"{f['sft_tokens_per_second']:.0f} tokens/s trained",
+            f"a forward pass alone: {f['forward_tokens_per_second']:.0f} tokens/s",
+            f"{f['sft_over_forward']:.2f}x",
+        ),
+        _row(
+            "train_speed",
+            f"{f['episodes']} math:arithmetic rollouts (python tool), llama.cpp on the GGUF",
+            f"{f['llama_cpp_episodes_per_second']:.2f} episodes/s, "
+            f"{f['llama_cpp_model_tokens_per_second']:.0f} model tokens/s",
+            f"transformers `generate`, batched: {f['transformers_episodes_per_second']:.2f} "
+            f"episodes/s, {f['transformers_model_tokens_per_second']:.0f} tokens/s",
+            f"{f['llama_cpp_episodes_over_transformers']:.2f}x",
+        ),
+    ]

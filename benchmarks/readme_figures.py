@@ -28,6 +28,7 @@ from readme_evals import (  # noqa: E402 - after the path it is found on
     render_tool_search,
     render_train,
     rows_tool_search,
+    rows_train_speed,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -534,6 +535,7 @@ TABLE: dict[str, Callable[[Results], list[str]]] = {
     "demo": rows_demo,
     "evals": rows_evals,
     "tool_search": rows_tool_search,
+    "train_speed": rows_train_speed,
 }
 
 

