@@ -69,14 +69,13 @@ def prompt_tokens(backend: Any, entry: Any, offered: list[Any]) -> int:
 
 def retrieval_rates(scorer: Any, tools: list[Any], asked: list[Any]) -> tuple[float, float]:
     """How often each question's own function ranks first, and in the top 5, under ``scorer``."""
-    from tooluse.retrieval import latest_request_text
+    from tooluse.retrieval import latest_request_text, ranked_indices
 
     first = top5 = 0
     for entry in asked:
         scores = scorer.score(latest_request_text(entry.messages()), tools)
         want = tool_from_bfcl_function(entry.functions[0]).name
-        ranked = sorted(range(len(tools)), key=lambda i: (-scores[i], i))
-        names = [tools[i].name for i in ranked[:5]]
+        names = [tools[i].name for i in ranked_indices(scores)[:5]]
         first += names[0] == want
         top5 += want in names
     return first / len(asked), top5 / len(asked)

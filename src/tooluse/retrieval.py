@@ -31,6 +31,7 @@ __all__ = [
     "RankFusionScorer",
     "ToolScorer",
     "latest_request_text",
+    "ranked_indices",
     "select_tools",
     "tool_text",
 ]
@@ -103,6 +104,11 @@ class BM25Scorer:
         return scores
 
 
+def ranked_indices(scores: Sequence[float]) -> list[int]:
+    """Indices from the highest score to the lowest; ties keep their original order."""
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+
+
 class RankFusionScorer:
     """Reciprocal rank fusion of several scorers: each tool scores the sum over scorers of
     ``1 / (k + rank)`` (rank 1 is a scorer's best), so scorers on different scales (BM25's
@@ -118,9 +124,7 @@ class RankFusionScorer:
     def score(self, query: str, tools: Sequence[ToolDefinition]) -> list[float]:
         fused = [0.0] * len(tools)
         for scorer in self.scorers:
-            scores = scorer.score(query, tools)
-            order = sorted(range(len(tools)), key=lambda i: (-scores[i], i))
-            for rank, index in enumerate(order, start=1):
+            for rank, index in enumerate(ranked_indices(scorer.score(query, tools)), start=1):
                 fused[index] += 1.0 / (self.k + rank)
         return fused
 
@@ -141,7 +145,7 @@ def select_tools(
     scores = (scorer or BM25Scorer()).score(query, tools)
     if len(scores) != len(tools):
         raise ValueError(f"the tool scorer gave {len(scores)} scores for {len(tools)} tools")
-    ranked = sorted(range(len(tools)), key=lambda i: (-scores[i], i))[:k]
+    ranked = ranked_indices(scores)[:k]
     return tuple(tools[i] for i in sorted(ranked))
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tooluse.retrieval import BM25Scorer, ToolScorer
+from tooluse.retrieval import BM25Scorer, ToolScorer, ranked_indices
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = ["SEARCH_TOOL", "ToolSearch"]
@@ -88,8 +88,7 @@ class ToolSearch:
         of the query occurs in any tool."""
         candidates = [d for d in definitions if d.name != SEARCH_TOOL]
         scores = (self.scorer or BM25Scorer()).score(query, candidates)
-        ranked = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
-        return [candidates[i] for i in ranked[: self.top_k] if scores[i] > 0]
+        return [candidates[i] for i in ranked_indices(scores)[: self.top_k] if scores[i] > 0]
 
     @staticmethod
     def answer(query: str, found: Sequence[ToolDefinition]) -> str:
