@@ -6,6 +6,8 @@ benchmarks/run_all.py train_speed` runs it alone, and nothing else should run be
   ``math:arithmetic`` teacher's turns; tokens trained per second of ``trainer.train``, against
   a forward pass alone (no gradient) over the same examples, the baseline: the ratio says what
   the backward pass and the optimiser cost on top of reading the tokens once.
+- Base model: reading the GGUF with transformers (converted, then cached as safetensors)
+  against reading that cache, the seconds every ``train`` command starts with.
 - Rollouts: the same ``math:arithmetic`` episodes played by ``play_rollouts`` (the GRPO
   rollout, the python tool really runs) with two generators: transformers' ``generate`` on
   the dequantised float32 weights, batched, the baseline (what GRPO's trainer samples with),
@@ -34,11 +36,42 @@ def _examples(backend: Any) -> list[Any]:
     return render_examples(conversations, backend)[: EXAMPLES * 2]
 
 
+def base_model_figures() -> dict[str, Any]:
+    """Seconds to convert the GGUF (into an empty cache) and to load the cached conversion."""
+    import os
+
+    from tooluse.local.model_files import default_model_path
+    from tooluse.train.base_model import load_base_model
+    from tooluse.train.runtime import import_training_stack
+
+    stack = import_training_stack()
+    previous = os.environ.get("TOOLUSE_CACHE_DIR")
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["TOOLUSE_CACHE_DIR"] = cache
+        try:
+            seconds = []
+            for _ in range(2):
+                started = time.perf_counter()
+                load_base_model(stack, default_model_path())
+                seconds.append(time.perf_counter() - started)
+        finally:
+            if previous is None:
+                os.environ.pop("TOOLUSE_CACHE_DIR", None)
+            else:
+                os.environ["TOOLUSE_CACHE_DIR"] = previous
+    return {
+        "base_gguf_read_seconds": round(seconds[0], 2),
+        "base_cached_read_seconds": round(seconds[1], 2),
+        "base_cache_speedup": round(seconds[0] / seconds[1], 1),
+    }
+
+
 def sft_figures(examples: list[Any]) -> dict[str, Any]:
     """Tokens per second of a short SFT run, and of a forward pass over the same examples."""
     from tooluse.local.model_files import default_model_path
+    from tooluse.train.base_model import load_base_model
     from tooluse.train.runtime import import_training_stack
-    from tooluse.train.sft import SFTOptions, load_base_model, run_sft
+    from tooluse.train.sft import SFTOptions, run_sft
 
     with tempfile.TemporaryDirectory() as folder:
         options = SFTOptions(
@@ -129,9 +162,9 @@ def _play(generate: Any, backend: Any, codec: Any) -> tuple[float, int, int]:
 def rollout_figures(backend: Any) -> dict[str, Any]:
     """Episodes and model tokens per second, transformers against llama.cpp."""
     from tooluse.local.model_files import default_model_path
+    from tooluse.train.base_model import load_base_model
     from tooluse.train.rollout import TokenCodec
     from tooluse.train.runtime import import_training_stack
-    from tooluse.train.sft import load_base_model
 
     stack = import_training_stack()
     stack.transformers.set_seed(0)
@@ -171,7 +204,7 @@ def main() -> dict[str, Any]:
         examples = _examples(backend)
     finally:
         backend.close()
-    figures = {"examples": len(examples), **sft_figures(examples)}
+    figures = {"examples": len(examples), **base_model_figures(), **sft_figures(examples)}
     backend = LlamaCppBackend.default(n_ctx=2048, seed=0)
     try:
         figures.update(rollout_figures(backend))

@@ -195,6 +195,23 @@ def render_bfcl(r: Any) -> str:
     return "\n".join(lines)
 
 
+def rows_kv_snapshots(r: Any) -> list[str]:
+    f = r.figures("kv_snapshots")
+    same = "the same calls and answers" if f["same_outputs"] else "some outputs differ"
+    return [
+        _row(
+            "kv_snapshots",
+            f"local conversation over a BFCL world's {f['tools']} tools, {f['user_turns']} "
+            "turns of call then answer",
+            f"{f['snapshots_seconds']:.0f} s, {f['snapshots_tokens_evaluated']:,} tokens "
+            f"evaluated (saved KV states; {same})",
+            f"one cache: {f['one_cache_seconds']:.0f} s, "
+            f"{f['one_cache_tokens_evaluated']:,} tokens",
+            f"{f['speedup']:.2f}x",
+        )
+    ]
+
+
 def rows_train_speed(r: Any) -> list[str]:
     f = r.figures("train_speed")
     return [

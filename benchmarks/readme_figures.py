@@ -27,6 +27,7 @@ from readme_evals import (  # noqa: E402 - after the path it is found on
     render_bfcl,
     render_tool_search,
     render_train,
+    rows_kv_snapshots,
     rows_tool_search,
     rows_train_speed,
 )
@@ -531,6 +532,7 @@ TABLE: dict[str, Callable[[Results], list[str]]] = {
     "mcp": rows_mcp,
     "sandbox": rows_sandbox,
     "local": rows_local,
+    "kv_snapshots": rows_kv_snapshots,
     "serve": rows_serve,
     "demo": rows_demo,
     "evals": rows_evals,

@@ -44,8 +44,8 @@ def _peft_delta(checkpoint):
     from peft import PeftModel
 
     from tooluse.local.model_files import default_model_path
+    from tooluse.train.base_model import load_base_model
     from tooluse.train.runtime import import_training_stack
-    from tooluse.train.sft import load_base_model
 
     model, tokenizer = load_base_model(import_training_stack(), default_model_path())
     ids = tokenizer(PROMPT, return_tensors="pt")["input_ids"]

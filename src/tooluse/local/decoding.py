@@ -21,6 +21,7 @@ import numpy as np
 
 from tooluse.errors import ContextLengthError, GrammarError
 from tooluse.interrupts import GenerationInterrupted, stop_requested
+from tooluse.local.kv_snapshots import KVSnapshots, common_prefix_length
 from tooluse.local.runtime import import_llama_cpp
 
 __all__ = ["DecodeSettings", "DecodeStep", "GrammarSampler", "TokenLoop"]
@@ -137,11 +138,19 @@ class GrammarSampler:
 
 
 class TokenLoop:
-    """Prefill and decode on one ``llama_cpp.Llama``, reusing the cached prompt prefix."""
+    """Prefill and decode on one ``llama_cpp.Llama``, reusing the cached prompt prefix.
 
-    def __init__(self, llm: Any) -> None:
+    ``snapshots`` > 0 keeps that many earlier prompts' KV states aside
+    (:class:`~tooluse.local.kv_snapshots.KVSnapshots`), for prompts that take turns; only for
+    a context without ``logits_all``.
+    """
+
+    def __init__(self, llm: Any, *, snapshots: int = 0) -> None:
         self._llama_cpp = import_llama_cpp()
         self.llm = llm
+        if snapshots < 0:
+            raise ValueError(f"kv_snapshots must be 0 or more, not {snapshots}")
+        self.snapshots = KVSnapshots(llm, limit=snapshots) if snapshots else None
         self.n_ctx: int = llm.n_ctx()
         self.n_vocab: int = llm.n_vocab()
         self.eos: int = llm.token_eos()
@@ -179,11 +188,9 @@ class TokenLoop:
                 "shorten the conversation or create the backend with a larger n_ctx"
             )
         llm = self.llm
-        cached = llm.input_ids[: llm.n_tokens]
-        common = 0
-        limit = min(len(cached), len(tokens))
-        while common < limit and cached[common] == tokens[common]:
-            common += 1
+        common = common_prefix_length(llm.input_ids[: llm.n_tokens], tokens)
+        if self.snapshots is not None:
+            common = self.snapshots.before_prefill(tokens, common)
         if common == len(tokens):
             common -= 1  # re-evaluate the last token so that its logits are current
         llm.n_tokens = common  # eval() drops the KV cells past n_tokens

@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tooluse.train.base_model import load_base_model
 from tooluse.train.data import TrainDataError, refuse_test_split
 from tooluse.train.rollout import (
     RolloutRenderer,
@@ -55,7 +56,6 @@ from tooluse.train.sft import (
     CARD_FILE,
     check_start_adapter,
     export_adapter,
-    load_base_model,
     lora_setup,
     start_from_adapter,
     stop_after,

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tooluse.train.base_model import load_base_model
 from tooluse.train.data import TrainDataError, TrainExample
 from tooluse.train.runtime import TrainingStack, import_training_stack
 
@@ -34,7 +35,6 @@ __all__ = [
     "SFTOptions",
     "check_start_adapter",
     "export_adapter",
-    "load_base_model",
     "lora_setup",
     "run_sft",
     "sft_config",
@@ -76,26 +76,6 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
         os.replace(partial, path)
     finally:
         partial.unlink(missing_ok=True)
-
-
-def load_base_model(stack: TrainingStack, gguf_path: Path) -> tuple[Any, Any]:
-    """The model (dequantised to float32) and tokenizer of a GGUF file, ready to train."""
-    folder, name = str(gguf_path.parent), gguf_path.name
-    try:
-        tokenizer = stack.transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name)
-        model = stack.transformers.AutoModelForCausalLM.from_pretrained(
-            folder, gguf_file=name, dtype=stack.torch.float32
-        )
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
-        raise TrainDataError(f"transformers cannot read the GGUF {gguf_path}: {exc}") from exc
-    # The weights are plain float32 now; the quantizer marks left by the GGUF loader make the
-    # Trainer refuse the model and save_pretrained refuse to write checkpoints.
-    model.hf_quantizer = None
-    model.is_quantized = False
-    model.quantization_method = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    return model, tokenizer
 
 
 def stop_after(stack: TrainingStack, minutes: float) -> Any:
