@@ -39,26 +39,22 @@ def _examples(backend: Any) -> list[Any]:
 def base_model_figures() -> dict[str, Any]:
     """Seconds to convert the GGUF (into an empty cache) and to load the cached conversion."""
     import os
+    from unittest import mock
 
     from tooluse.local.model_files import default_model_path
     from tooluse.train.base_model import load_base_model
     from tooluse.train.runtime import import_training_stack
 
     stack = import_training_stack()
-    previous = os.environ.get("TOOLUSE_CACHE_DIR")
-    with tempfile.TemporaryDirectory() as cache:
-        os.environ["TOOLUSE_CACHE_DIR"] = cache
-        try:
-            seconds = []
-            for _ in range(2):
-                started = time.perf_counter()
-                load_base_model(stack, default_model_path())
-                seconds.append(time.perf_counter() - started)
-        finally:
-            if previous is None:
-                os.environ.pop("TOOLUSE_CACHE_DIR", None)
-            else:
-                os.environ["TOOLUSE_CACHE_DIR"] = previous
+    seconds = []
+    with (
+        tempfile.TemporaryDirectory() as cache,
+        mock.patch.dict(os.environ, TOOLUSE_CACHE_DIR=cache),
+    ):
+        for _ in range(2):
+            started = time.perf_counter()
+            load_base_model(stack, default_model_path())
+            seconds.append(time.perf_counter() - started)
     return {
         "base_gguf_read_seconds": round(seconds[0], 2),
         "base_cached_read_seconds": round(seconds[1], 2),

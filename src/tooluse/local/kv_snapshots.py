@@ -96,9 +96,6 @@ class KVSnapshots:
         self.restored += shared
         return shared
 
-    def clear(self) -> None:
-        self.saved.clear()
-
     def _save_live(self) -> None:
         llm, lib = self.llm, self._llama_cpp
         tokens = np.array(llm.input_ids[: llm.n_tokens], copy=True)
