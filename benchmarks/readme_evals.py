@@ -217,6 +217,14 @@ def rows_train_speed(r: Any) -> list[str]:
     return [
         _row(
             "train_speed",
+            "the training base model read by each `train` command",
+            f"{f['base_cached_read_seconds']:.1f} s from the cached conversion",
+            f"transformers reading the GGUF (and writing the cache): "
+            f"{f['base_gguf_read_seconds']:.0f} s",
+            f"{f['base_cache_speedup']:.0f}x",
+        ),
+        _row(
+            "train_speed",
             f"`train sft`, LoRA rank 16, {f['sft_steps']} steps of {f['sft_tokens']:,} tokens",
             f"{f['sft_tokens_per_second']:.0f} tokens/s trained",
             f"a forward pass alone: {f['forward_tokens_per_second']:.0f} tokens/s",

@@ -4,6 +4,8 @@ directory shared by the session (both variables are inherited by the CLI subproc
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 
@@ -21,3 +23,5 @@ def private_cache_dir(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TOOLUSE_CACHE_DIR", str(path))
         yield path
+    # pytest keeps the last three sessions' temporary folders: not half a GB of weights each
+    shutil.rmtree(path, ignore_errors=True)
