@@ -64,13 +64,17 @@ typecheck: install
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && apt-get update -q && apt-get install -y -q chromium; } || echo "warning: no chromium; install it for the report tests"
 
+# Test processes (pytest-xdist). Tests that must not run side by side share an xdist_group:
+# the Ray tests (one local cluster at a time) and the training tests (one cached base model).
+TEST_WORKERS ?= 2
+
 test: install lint typecheck chromium
-	$(PY) -m pytest -q -p no:cacheprovider -rs --durations=25
+	$(PY) -m pytest -q -p no:cacheprovider -rs --durations=25 -n $(TEST_WORKERS) --dist loadgroup
 
 # The same without the tests marked slow (the real local model, servers, Chromium): a few
 # minutes, for the edit-test cycle. `make test` stays the full check.
 test-fast: install lint typecheck
-	$(PY) -m pytest -q -p no:cacheprovider -rs -m "not slow"
+	$(PY) -m pytest -q -p no:cacheprovider -rs -m "not slow" -n $(TEST_WORKERS) --dist loadgroup
 
 demo: install
 	$(VENV)/bin/tooluse demo

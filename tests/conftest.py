@@ -25,3 +25,11 @@ def private_cache_dir(tmp_path_factory):
         yield path
     # pytest keeps the last three sessions' temporary folders: not half a GB of weights each
     shutil.rmtree(path, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``--dist loadgroup``) the training tests share one worker: each worker
+    is a session with its own cache, so spreading them would convert the base model twice."""
+    for item in items:
+        if item.path.parent.name == "train":
+            item.add_marker(pytest.mark.xdist_group("train"))

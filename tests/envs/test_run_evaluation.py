@@ -182,6 +182,7 @@ def test_cli_eval_env_prints_the_summary_table_and_resumes(tmp_path):
     assert unknown.exit_code == 2 and "unknown environment 'nope'" in unknown.output
 
 
+@pytest.mark.xdist_group("ray")
 @pytest.mark.slow
 def test_ray_engine_gives_the_same_trajectories_as_the_local_engine(tmp_path):
     import answer_key

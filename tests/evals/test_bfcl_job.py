@@ -342,6 +342,7 @@ def test_cli_refuses_ray_without_ray_and_bad_options(monkeypatch, tmp_path):
 # -- the embedded model, locally and on Ray -----------------------------------------------------
 
 
+@pytest.mark.xdist_group("ray")
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # a few model calls twice; minutes when the machine is busy
 def test_embedded_model_gives_identical_results_locally_and_on_ray(tmp_path):

@@ -281,6 +281,7 @@ def dying_worker(marker: str):
     return work
 
 
+@pytest.mark.xdist_group("ray")
 def test_ray_and_local_give_identical_records(ray_session, tmp_path):
     work = [*items(8), WorkItem(key="bad", payload="boom")]
     local = run_items(work, pid_worker, tmp_path / "local.jsonl", progress=False)
@@ -298,6 +299,7 @@ def test_ray_and_local_give_identical_records(ray_session, tmp_path):
     assert sorted(r["key"] for r in lines(tmp_path / "ray.jsonl")) == sorted(i.key for i in work)
 
 
+@pytest.mark.xdist_group("ray")
 def test_ray_retries_the_items_of_a_killed_actor(ray_session, tmp_path):
     marker = tmp_path / "died"
     run = run_items(
@@ -314,6 +316,7 @@ def test_ray_retries_the_items_of_a_killed_actor(ray_session, tmp_path):
     assert sorted(r["key"] for r in lines(tmp_path / "r.jsonl")) == [f"k{i}" for i in range(6)]
 
 
+@pytest.mark.xdist_group("ray")
 def test_ray_resume_and_timeout(ray_session, tmp_path):
     out = tmp_path / "r.jsonl"
     run_items(items(3), pid_worker, out, engine="ray", workers=1, progress=False)
@@ -341,6 +344,7 @@ def test_ray_resume_and_timeout(ray_session, tmp_path):
     assert kinds == [None, "timeout", None]
 
 
+@pytest.mark.xdist_group("ray")
 def test_ray_reuses_the_actors_of_a_finished_run_with_the_same_factory(ray_session, tmp_path):
     from tooluse.evals.engine_ray import release_workers
 
@@ -361,6 +365,7 @@ def test_ray_reuses_the_actors_of_a_finished_run_with_the_same_factory(ray_sessi
     assert not {r["pid"] for r in third.records} & first_pids  # released: fresh actors
 
 
+@pytest.mark.xdist_group("ray")
 def test_ray_actors_kept_for_another_factory_do_not_hold_the_cpus(ray_session, tmp_path):
     # both CPUs are held by the kept actors of pid_worker; a run of another factory must
     # release them instead of waiting for CPUs forever
@@ -381,6 +386,7 @@ def broken_factory():
     raise RuntimeError("model file missing")
 
 
+@pytest.mark.xdist_group("ray")
 def test_ray_worker_that_cannot_start_is_a_clear_error(ray_session, tmp_path):
     with pytest.raises(EngineError, match="Ray worker failed to start.*model file missing"):
         run_items(
@@ -461,6 +467,7 @@ def cpu_share_worker():
     return work
 
 
+@pytest.mark.xdist_group("ray")
 def test_ray_actors_share_the_cpus_and_the_local_model_follows(ray_session, tmp_path, monkeypatch):
     # two actors on 2 CPUs reserve one each, one actor both: Ray tells each its share as
     # OMP_NUM_THREADS, and the local model's default thread count follows it

@@ -68,8 +68,10 @@ def test_a_prompt_back_after_another_is_restored_with_the_same_logits(llm):
 
 @pytest.mark.slow
 def test_without_snapshots_or_past_the_limits_the_prompt_is_evaluated_again(llm):
-    prompts = [llm.tokenize(_prompt(t, 30).encode(), add_bos=False, special=True)
+    # just long enough to be kept: this test evaluates them eleven times
+    prompts = [llm.tokenize(_prompt(t, 12).encode(), add_bos=False, special=True)
                for t in ("tides", "owls", "rust")]  # fmt: skip
+    assert all(MIN_TOKENS + 20 < len(p) < 2 * MIN_TOKENS for p in prompts)
     plain = TokenLoop(llm)
     for tokens in (prompts[0], prompts[1]):
         plain.prefill(tokens)
