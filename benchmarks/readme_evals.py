@@ -240,3 +240,48 @@ def rows_train_speed(r: Any) -> list[str]:
             f"{f['llama_cpp_episodes_over_transformers']:.2f}x",
         ),
     ]
+
+
+def _count(correct: int, total: int) -> str:
+    return f"{correct / total * 100:.0f}% ({correct}/{total})"
+
+
+def _grounding_cells(row: dict[str, list[int]] | None) -> list[str]:
+    if not row:
+        return ["-", "-", ""]
+    (off, n), (on, _) = row["off"], row["on"]
+    return [_count(off, n), _count(on, n), f"{round(100 * (on - off) / n):+d}"]
+
+
+def _grounding_total(table: dict[str, dict[str, list[int]]]) -> dict[str, list[int]] | None:
+    if not table:
+        return None
+    return {
+        side: [
+            sum(row[side][0] for row in table.values()),
+            sum(row[side][1] for row in table.values()),
+        ]
+        for side in ("off", "on")
+    }
+
+
+def render_grounding(r: Any) -> str:
+    f = r.figures("grounding")
+    table, held_out = f["categories"], f.get("held_out") or {}
+    lines = [
+        "| `benchmarks/results/grounding.json` | entries 1-50: off | on | points "
+        "| entries 51-100: off | on | points |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, row in table.items():
+        cells = _grounding_cells(row) + _grounding_cells(held_out.get(name))
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    cells = _grounding_cells(_grounding_total(table)) + _grounding_cells(_grounding_total(held_out))
+    lines.append(f"| **all** | {' | '.join(cells)} |")
+    verified = f["verified"]
+    lines += [
+        "",
+        f"Verified with the check on: {verified['agree']} of {verified['total']} irrelevance "
+        "and simple_python verdicts as computed from the run without it.",
+    ]
+    return "\n".join(lines)

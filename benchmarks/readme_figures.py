@@ -25,6 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module below
 from readme_evals import (  # noqa: E402 - after the path it is found on
     render_bfcl,
+    render_grounding,
     render_tool_search,
     render_train,
     rows_kv_snapshots,
@@ -42,7 +43,11 @@ class FiguresError(Exception):
 
 
 #: Results files that a measurement script writes, not ``run_all.py``.
-MEASUREMENTS = {"train": "measure_training.py", "bfcl": "measure_bfcl.py"}
+MEASUREMENTS = {
+    "train": "measure_training.py",
+    "bfcl": "measure_bfcl.py",
+    "grounding": "measure_grounding.py",
+}
 
 
 class Results:
@@ -666,6 +671,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "serve-figures": render_serve,
     "mutation-figures": render_mutation,
     "train-figures": render_train,
+    "grounding-figures": render_grounding,
     "tool-search-figures": render_tool_search,
     "bfcl-figures": render_bfcl,
 }

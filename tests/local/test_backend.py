@@ -80,6 +80,36 @@ def test_auto_uses_the_decider(backend, tools):
     assert answered.text and not answered.tool_calls
 
 
+def test_an_auto_call_the_request_does_not_ground_becomes_a_text_answer(backend, tools):
+    from tooluse.local.grounding import GroundingCheck
+
+    original = backend.decider
+    request = user("What is the capital of France?")
+    try:
+        backend.decider = AlwaysCall()  # the call path, whatever the decider would say
+        checked = backend.generate_with_tools(request, tools, SHORT, "auto")
+        kept = backend.generate_with_tools(user("What's the weather in Paris?"), tools, SHORT)
+        forced = backend.generate_with_tools(request, tools, SHORT, "required")
+        backend.grounding = None
+        unchecked = backend.generate_with_tools(request, tools, SHORT, "auto")
+        assert backend.model_spec.endswith("#grounding=off")  # kept by the model string
+    finally:
+        backend.decider, backend.grounding = original, GroundingCheck()
+    # forced to call, the model makes one up (a city the request never names) ...
+    assert [c.name for c in unchecked.tool_calls] == ["get_weather"]
+    assert unchecked.tool_calls[0].arguments["city"].lower() not in request[0].content.lower()
+    # ... which the check turns into a text answer; both prompts count as spent
+    assert not checked.tool_calls and checked.text and checked.finish_reason == "stop"
+    assert "answered in text" in checked.raw["plan"]
+    assert unchecked.tool_calls[0].arguments["city"] in checked.raw["refused_calls"]
+    assert checked.usage.input_tokens > unchecked.usage.input_tokens
+    assert [c.arguments for c in kept.tool_calls] == [{"city": "Paris"}]
+    # a required call is never reviewed
+    assert [(c.name, c.arguments) for c in forced.tool_calls] == [
+        (c.name, c.arguments) for c in unchecked.tool_calls
+    ]
+
+
 def test_auto_answers_once_tool_results_are_in(backend, tools):
     call = ToolCall(name="get_weather", arguments={"city": "Paris"})
     history = [

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         ToolDecision,
         YesNoDecider,
     )
+    from tooluse.local.grounding import GroundingCheck
 
 __all__ = [
     "HERMES",
@@ -39,6 +40,7 @@ __all__ = [
     "AlwaysCall",
     "AnyDecider",
     "GrammarBuilder",
+    "GroundingCheck",
     "LlamaCppBackend",
     "MarkerDecider",
     "ModelFileError",
@@ -62,6 +64,7 @@ _LAZY = {
     "ToolDecider": "tooluse.local.decision",
     "ToolDecision": "tooluse.local.decision",
     "YesNoDecider": "tooluse.local.decision",
+    "GroundingCheck": "tooluse.local.grounding",
 }
 
 
@@ -88,7 +91,8 @@ def _with_lora(rest: str, options: dict[str, Any]) -> str:
     (``lora_path``, a GGUF LoRA adapter), ``#n_ctx=N`` (the context length, e.g. 8192,
     SmolLM2's full context, for BFCL's long multi-turn and memory prompts) and
     ``#decider=NAME`` (how ``auto`` decides to call: :data:`~tooluse.local.decision.DECIDERS`)
-    and ``#narrow=on|off`` (``narrow_tools``: the grammar allows only the best-ranked tool)."""
+    and ``#narrow=on|off`` (``narrow_tools``: the grammar allows only the best-ranked tool)
+    and ``#grounding=on|off`` (``grounding``: guessed ``auto`` calls answer in text)."""
     model, *suffixes = rest.split("#")
     for suffix in suffixes:
         key, equals, value = suffix.partition("=")
@@ -104,10 +108,14 @@ def _with_lora(rest: str, options: dict[str, Any]) -> str:
             options["decider"] = decider_named(value)
         elif key == "narrow" and value in ("on", "off"):
             options["narrow_tools"] = value == "on"
+        elif key == "grounding" and value in ("on", "off"):
+            from tooluse.local.grounding import GroundingCheck
+
+            options["grounding"] = GroundingCheck() if value == "on" else None
         else:
             raise ValueError(
                 f"#{suffix}: a local model string takes #lora=PATH, #n_ctx=N (a whole number), "
-                "#decider=NAME and #narrow=on|off"
+                "#decider=NAME, #narrow=on|off and #grounding=on|off"
             )
     return model
 

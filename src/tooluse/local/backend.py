@@ -41,6 +41,7 @@ from tooluse.local.grammar import (
     minimal_instance,
     tool_call_rules,
 )
+from tooluse.local.grounding import GroundingCheck
 from tooluse.local.model_files import check_lora_path, check_model_path, default_model_path
 from tooluse.local.profiles import ToolPromptProfile, profile_for
 from tooluse.local.runtime import import_llama_cpp
@@ -142,6 +143,10 @@ class LlamaCppBackend(BaseBackend):
       earlier one of the same turn exactly ends the turn, and the repeat is dropped (a small
       model that starts repeating keeps on until the call limit). ``raw["repeat_dropped"]``
       says when it happened. Turn it off when identical calls in one turn are meant.
+    - ``grounding`` (a :class:`~tooluse.local.grounding.GroundingCheck`; ``None`` turns it
+      off): an ``auto`` turn's calls whose argument values are mostly not in the user messages
+      and tool results were guessed, and the turn answers in text instead (``plan`` in
+      ``raw`` says so). Forced calls (``required``, a tool name) are never reviewed.
     - After tool results the model answers from them (``profile.results_prompt``).
     - ``profile`` says how tools are shown and calls written (guessed from the model name).
     - ``chat_template`` overrides the template stored in the GGUF file (required when the file
@@ -174,6 +179,7 @@ class LlamaCppBackend(BaseBackend):
         seed: int | None = None,
         lora_path: str | Path | None = None,
         kv_snapshots: int = 2,
+        grounding: GroundingCheck | None = GroundingCheck(),  # noqa: B008 - frozen, shared
         verbose: bool = False,
     ) -> None:
         path = check_model_path(model_path)
@@ -220,6 +226,7 @@ class LlamaCppBackend(BaseBackend):
         if decider is None:
             decider = ModelDecider() if adapted else default_decider()
         self.decider = decider
+        self.grounding = grounding
         self._threads = threads
         self._scoring: TokenLoop | None = None
         self._last_tool_ranking: Any = None
@@ -257,6 +264,8 @@ class LlamaCppBackend(BaseBackend):
             suffixes += f"#decider={decider}"  # a decider chosen by name, kept by name
         if self.narrow_tools != (self.lora_path is None):
             suffixes += f"#narrow={'on' if self.narrow_tools else 'off'}"
+        if self.grounding is None:
+            suffixes += "#grounding=off"
         return f"{spec}{':' if embedded and suffixes else ''}{suffixes}"
 
     @property
@@ -420,10 +429,22 @@ class LlamaCppBackend(BaseBackend):
             turn = self._prepare_turn(messages, tools, tool_choice, params)
             decoded = _Decoded()
             yield from self._decode(turn, decoded)
-        usage = Usage(input_tokens=len(turn.prompt), output_tokens=decoded.count, requests=1)
+            spent = (len(turn.prompt), decoded.count, decoded.text)
+            ungrounded = self._ungrounded(turn, messages, tool_choice, decoded.text)
+            if ungrounded is not None:  # a guessed call: the turn answers in text instead
+                turn = self._text_turn(messages, params, ungrounded)
+                decoded = _Decoded()
+                yield from self._decode(turn, decoded)
+        usage = Usage(
+            input_tokens=len(turn.prompt) + (spent[0] if ungrounded else 0),
+            output_tokens=decoded.count + (spent[1] if ungrounded else 0),
+            requests=1,
+        )
         settings = turn.settings
         hit_limit = decoded.count >= settings.max_tokens or self.llm.n_tokens >= self.loop.n_ctx
         raw: dict[str, Any] = {"plan": turn.plan.reason, "output": decoded.text}
+        if ungrounded:
+            raw["refused_calls"] = spent[2]
         if turn.plan.mode == "text":
             finish = "length" if hit_limit else "stop"
             result = GenerationResult(
@@ -467,6 +488,30 @@ class LlamaCppBackend(BaseBackend):
             grammar=self.grammar_for(allowed, parallel),
             parallel=parallel,
         )
+
+    def _ungrounded(
+        self,
+        turn: _Turn,
+        messages: Sequence[ChatMessage],
+        tool_choice: ToolChoice,
+        text: str,
+    ) -> str | None:
+        """Why the calls of an ``auto`` turn are refused by ``grounding`` (``None``: they
+        stand, or the turn was not an ``auto`` call)."""
+        if self.grounding is None or tool_choice != "auto" or turn.plan.mode != "call":
+            return None
+        calls = self.profile.parse_constrained(text).calls
+        if not calls:
+            return None
+        review = self.grounding.review(messages, calls, turn.plan.tools)
+        return None if review.call else review.reason
+
+    def _text_turn(
+        self, messages: Sequence[ChatMessage], params: SamplingParams, reason: str
+    ) -> _Turn:
+        prompt = self.loop.tokenize(self.render(messages))
+        plan = TurnPlan(mode="text", reason=reason)
+        return _Turn(plan=plan, prompt=prompt, settings=self._settings(params, len(prompt)))
 
     def _decode(self, turn: _Turn, out: _Decoded) -> Iterator[StreamItem]:
         """Run the token loop; text turns stream their deltas. In a turn of parallel calls a
