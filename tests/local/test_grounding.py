@@ -28,6 +28,8 @@ def call(name: str = "f", **arguments):
         ("The weather in New York City", {"city": "New York, NY"}, 1.0),  # half its words
         ("Who won the FIFA World Cup 2010?", {"company_name": "StokkenTicker"}, 0.0),
         ("Who won the FIFA World Cup in 2010?", {"expression": "2.0.0.0"}, 0.0),
+        ("Compute 366 * 6045.", {"code": "result = 366 * 6045\nprint(int(result))"}, 1.0),
+        ("Compute 366 * 6045.", {"code": "print(366 * 6046)"}, 0.0),
         (
             "What is the time now in New York City?",
             {"location": "New York City", "d": "2022-01-01"},
