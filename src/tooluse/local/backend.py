@@ -144,9 +144,10 @@ class LlamaCppBackend(BaseBackend):
       model that starts repeating keeps on until the call limit). ``raw["repeat_dropped"]``
       says when it happened. Turn it off when identical calls in one turn are meant.
     - ``grounding`` (a :class:`~tooluse.local.grounding.GroundingCheck`; ``None`` turns it
-      off): an ``auto`` turn's calls whose argument values are mostly not in the user messages
-      and tool results were guessed, and the turn answers in text instead (``plan`` in
-      ``raw`` says so). Forced calls (``required``, a tool name) are never reviewed.
+      off): an ``auto`` turn's calls whose argument values are mostly not in the conversation's
+      messages were guessed, and the turn answers in text instead (``plan`` in ``raw`` says
+      so, ``refused_calls`` holds them). Forced calls (``required``, a tool name) and calls
+      after tool results for the request are never reviewed.
     - After tool results the model answers from them (``profile.results_prompt``).
     - ``profile`` says how tools are shown and calls written (guessed from the model name).
     - ``chat_template`` overrides the template stored in the GGUF file (required when the file
