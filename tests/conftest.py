@@ -4,9 +4,21 @@ directory shared by the session (both variables are inherited by the CLI subproc
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
+
+
+def pytest_configure(config):
+    """Under pytest-xdist each worker gets an equal share of the CPUs as ``OMP_NUM_THREADS``,
+    which torch and the local model's default thread count read (CLI subprocesses inherit it).
+    Two workers each spinning llama.cpp or torch on every core oversubscribe them: on a busy
+    2-core machine a 3-second generation took over 300 seconds."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if workers.isdigit() and int(workers) > 1 and "OMP_NUM_THREADS" not in os.environ:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        os.environ["OMP_NUM_THREADS"] = str(max(1, (cpus or 1) // int(workers)))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -255,7 +255,11 @@ def ray_session():
 
     # the workers below live in this test module, which Ray's workers cannot import by name
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # Ray gives each actor its CPU share as OMP_NUM_THREADS only where the cluster did not
+    # inherit one (the suite sets it per test worker)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("OMP_NUM_THREADS", raising=False)
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tooluse.cli.app import app
+from tooluse.local.backend import default_threads
 from tooluse.train.gguf_lora import read_lora_gguf
 
 pytest.importorskip("torch")
@@ -29,7 +30,7 @@ def _llama_logits(lora):
 
     llm = llama_cpp.Llama(
         model_path=str(default_model_path()), lora_path=lora, n_ctx=128, logits_all=True,
-        n_threads=2, verbose=False,
+        n_threads=default_threads(), verbose=False,
     )  # fmt: skip
     try:
         tokens = llm.tokenize(PROMPT.encode(), special=True)
@@ -94,7 +95,7 @@ def test_tiny_sft_run_exports_an_adapter_llama_cpp_applies(tmp_path):
     reference = _peft_delta(out / "checkpoints" / "checkpoint-2")
     assert np.corrcoef(delta, reference)[0, 1] > 0.98
 
-    backend = LlamaCppBackend.default(n_ctx=1024, n_threads=2, lora_path=adapter)
+    backend = LlamaCppBackend.default(n_ctx=1024, n_threads=default_threads(), lora_path=adapter)
     try:
         assert backend.lora_path == adapter
     finally:
