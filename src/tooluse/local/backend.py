@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -45,6 +44,7 @@ from tooluse.local.grounding import GroundingCheck
 from tooluse.local.model_files import check_lora_path, check_model_path, default_model_path
 from tooluse.local.profiles import ToolPromptProfile, profile_for
 from tooluse.local.runtime import import_llama_cpp
+from tooluse.local.threads import default_threads
 from tooluse.messages import ChatMessage, ToolCall, Usage
 from tooluse.providers.base import (
     BaseBackend,
@@ -100,21 +100,6 @@ class TurnPlan:
     tools: tuple[ToolDefinition, ...] = ()
     show_tools: bool = False
     reason: str = ""
-
-
-def default_threads() -> int:
-    """llama.cpp's threads when none are given: the CPUs this process may run on (at most 8),
-    fewer when ``OMP_NUM_THREADS`` says so. Ray sets that variable to an actor's CPUs, so two
-    actors on a 2-CPU machine take one thread each instead of fighting over both (two threads
-    per actor ran the embedded model at a third of one actor's speed)."""
-    threads = min(
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
-        8,
-    )
-    limit = os.environ.get("OMP_NUM_THREADS", "")
-    if limit.isdigit() and int(limit) >= 1:
-        threads = min(threads, int(limit))
-    return max(1, threads)
 
 
 class LlamaCppBackend(BaseBackend):
