@@ -17,8 +17,9 @@ def pytest_configure(config):
     2-core machine a 3-second generation took over 300 seconds."""
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
     if workers.isdigit() and int(workers) > 1 and "OMP_NUM_THREADS" not in os.environ:
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        os.environ["OMP_NUM_THREADS"] = str(max(1, (cpus or 1) // int(workers)))
+        from tooluse.local.threads import usable_cpus
+
+        os.environ["OMP_NUM_THREADS"] = str(max(1, usable_cpus() // int(workers)))
 
 
 @pytest.fixture(scope="session", autouse=True)

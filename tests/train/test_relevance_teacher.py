@@ -8,7 +8,6 @@ from collections import Counter
 
 import pytest
 
-from tooluse.local.backend import default_threads
 from tooluse.local.decision import (
     NO,
     TRAINED_RELEVANCE_THRESHOLD,
@@ -125,7 +124,7 @@ def test_training_text_of_the_question_is_what_the_decider_scores():
     from tooluse.local.backend import LlamaCppBackend
     from tooluse.train.data import render_examples
 
-    backend = LlamaCppBackend.default(n_ctx=1024, n_threads=default_threads())
+    backend = LlamaCppBackend.default(n_ctx=1024)
     try:
         played = teacher_conversations("math:arithmetic", size=2)
         asked = teacher_conversations("relevance:math:arithmetic", size=2)

@@ -10,7 +10,6 @@ from typer.testing import CliRunner
 
 from tooluse.cli.app import app
 from tooluse.envs.export import sft_examples
-from tooluse.local.backend import default_threads
 from tooluse.train.data import (
     TrainDataError,
     read_sft_jsonl,
@@ -195,7 +194,7 @@ def test_training_text_is_what_the_backend_renders_at_inference():
     from tooluse.local.chat_prompt import render_prompt
     from tooluse.providers.base import SamplingParams
 
-    backend = LlamaCppBackend.default(n_ctx=1024, n_threads=default_threads())
+    backend = LlamaCppBackend.default(n_ctx=1024)
     try:
         conversations = teacher_conversations("math:arithmetic", size=3)
         examples = render_examples(conversations, backend)

@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 from tooluse.cli.app import app
 from tooluse.envs import environment_registry
 from tooluse.envs.prompts import MATH_PROMPT
-from tooluse.local.backend import default_threads
 from tooluse.local.chat_prompt import render_prompt
 from tooluse.local.profiles import CHATML_TEMPLATE, SMOLLM2
 from tooluse.messages import ToolCall
@@ -229,7 +228,7 @@ def test_tiny_grpo_run_exports_an_adapter_llama_cpp_loads_and_resumes(tmp_path):
     assert [s["step"] for s in card["metrics"]["per_step"]] == [1, 2]
     assert "2 steps in" in again.output and "reward" in again.output
 
-    backend = LlamaCppBackend.default(n_ctx=512, n_threads=default_threads(), lora_path=adapter)
+    backend = LlamaCppBackend.default(n_ctx=512, lora_path=adapter)
     try:
         assert backend.lora_path == adapter
         reply = backend.generate([ChatMessage.user("Hi")], params=SamplingParams(max_tokens=4))

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tooluse.cli.app import app
-from tooluse.local.backend import default_threads
+from tooluse.local.threads import default_threads
 from tooluse.train.gguf_lora import read_lora_gguf
 
 pytest.importorskip("torch")
@@ -95,7 +95,7 @@ def test_tiny_sft_run_exports_an_adapter_llama_cpp_applies(tmp_path):
     reference = _peft_delta(out / "checkpoints" / "checkpoint-2")
     assert np.corrcoef(delta, reference)[0, 1] > 0.98
 
-    backend = LlamaCppBackend.default(n_ctx=1024, n_threads=default_threads(), lora_path=adapter)
+    backend = LlamaCppBackend.default(n_ctx=1024, lora_path=adapter)
     try:
         assert backend.lora_path == adapter
     finally:

@@ -6,7 +6,7 @@ import math
 import os
 from pathlib import Path
 
-__all__ = ["cgroup_cpu_limit", "default_threads"]
+__all__ = ["cgroup_cpu_limit", "default_threads", "usable_cpus"]
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 MAX_THREADS = 8
@@ -34,6 +34,14 @@ def cgroup_cpu_limit(root: Path = CGROUP_ROOT) -> int | None:
     return max(1, math.ceil(quota_us / period_us))
 
 
+def usable_cpus(root: Path = CGROUP_ROOT) -> int:
+    """The CPUs this process may run on (its affinity), capped by a cgroup CPU quota."""
+    visible = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    cpus = visible or os.cpu_count() or 1
+    quota = cgroup_cpu_limit(root)
+    return cpus if quota is None else min(cpus, quota)
+
+
 def default_threads(root: Path = CGROUP_ROOT) -> int:
     """llama.cpp's threads when none are given: the CPUs this process may run on (at most 8),
     fewer when a cgroup CPU quota allows fewer (a container limited to 2 CPUs on a large host
@@ -41,11 +49,7 @@ def default_threads(root: Path = CGROUP_ROOT) -> int:
     sets that variable to an actor's CPUs, so two actors on a 2-CPU machine take one thread
     each instead of fighting over both (two threads per actor ran the embedded model at a third
     of one actor's speed); the test suite sets it to each test process's share."""
-    visible = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    threads = min(visible or os.cpu_count() or 1, MAX_THREADS)
-    quota = cgroup_cpu_limit(root)
-    if quota is not None:
-        threads = min(threads, quota)
+    threads = min(usable_cpus(root), MAX_THREADS)
     limit = os.environ.get("OMP_NUM_THREADS", "")
     if limit.isdigit() and int(limit) >= 1:
         threads = min(threads, int(limit))
