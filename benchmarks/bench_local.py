@@ -26,6 +26,7 @@ from typing import Any
 import jsonschema
 
 from tooluse import ChatMessage, SamplingParams, ToolDefinition, ToolParameter
+from tooluse.local.threads import llama_thread_options
 
 WEATHER = ToolDefinition(
     name="get_weather",
@@ -267,7 +268,7 @@ def bench_speed(backend: Any, llama_cpp: Any) -> dict[str, Any]:
     direct = llama_cpp.Llama(
         model_path=str(backend.model_path),
         n_ctx=backend.n_ctx,
-        n_threads=backend._threads,
+        **llama_thread_options(backend._threads),
         verbose=False,
     )
     params = SamplingParams(max_tokens=128, temperature=0.0)

@@ -212,6 +212,8 @@ def main() -> dict[str, Any]:
             str(N_CTX),
             "--n_threads",
             str(THREADS),
+            "--n_threads_batch",
+            str(THREADS),
             "--chat_format",
             "chatml-function-calling",
         ],

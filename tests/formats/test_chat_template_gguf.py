@@ -13,6 +13,7 @@ from tooluse.formats import (
     render_chat_template,
     template_uses_tools,
 )
+from tooluse.local.threads import llama_thread_options
 from tooluse.messages import ChatMessage
 
 from .helpers import WEATHER
@@ -73,7 +74,9 @@ def test_real_model_output_streams_like_it_parses():
 
     from tooluse.formats import collect_events, get_parser
 
-    llm = llama_cpp.Llama(model_path=str(_gguf()), n_ctx=1024, n_threads=2, verbose=False, seed=0)
+    llm = llama_cpp.Llama(
+        model_path=str(_gguf()), n_ctx=1024, verbose=False, seed=0, **llama_thread_options()
+    )
     parser = get_parser("hermes")
     prompt = render_chat_template(
         str(llm.metadata["tokenizer.chat_template"]),

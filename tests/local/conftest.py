@@ -11,7 +11,7 @@ from tooluse.local.demo_tools import demo_tools
 def backend():
     from tooluse.local import LlamaCppBackend
 
-    instance = LlamaCppBackend.default(n_ctx=2048, n_threads=2)
+    instance = LlamaCppBackend.default(n_ctx=2048)
     yield instance
     instance.close()
 

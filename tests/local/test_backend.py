@@ -35,6 +35,13 @@ def test_is_a_backend(backend):
     assert backend.profile.name == "smollm2"
 
 
+def test_prompt_evaluation_and_generation_use_the_default_thread_count(backend):
+    from tooluse.local.threads import default_threads
+
+    params = backend.llm.context_params
+    assert params.n_threads == params.n_threads_batch == default_threads()
+
+
 def test_required_gives_a_valid_call_of_the_right_tool(backend, tools):
     result = backend.generate_with_tools(
         user("What's the weather in Paris?"), tools, SHORT, "required"

@@ -203,7 +203,7 @@ def test_call_strings_do_not_start_with_closing_brackets(backend, tools):
 
 @pytest.mark.slow
 def test_a_call_cut_by_the_context_end_is_never_reported_as_complete(tools):
-    small = LlamaCppBackend.default(n_ctx=1024, n_threads=2)
+    small = LlamaCppBackend.default(n_ctx=1024)
     try:
         # pad the request until only 6 tokens of context are left: no call fits there
         padding = 0

@@ -11,6 +11,7 @@ from tooluse import ChatMessage, SamplingParams
 from tooluse.local import LlamaCppBackend
 from tooluse.local.decoding import TokenLoop
 from tooluse.local.kv_snapshots import MIN_TOKENS, KVSnapshots, common_prefix_length
+from tooluse.local.threads import llama_thread_options
 
 
 @pytest.mark.parametrize(
@@ -41,7 +42,7 @@ def llm():
     from tooluse.local.model_files import default_model_path
 
     model = llama_cpp.Llama(
-        model_path=str(default_model_path()), n_ctx=2048, n_threads=2, verbose=False
+        model_path=str(default_model_path()), n_ctx=2048, verbose=False, **llama_thread_options()
     )
     yield model
     model.close()
@@ -101,7 +102,7 @@ def test_turns_with_and_without_the_tool_list_do_not_evaluate_it_each_time(tools
     short = SamplingParams(max_tokens=24, temperature=0.0)
     evaluated = {}
     for snapshots in (2, 0):
-        backend = LlamaCppBackend.default(n_ctx=2048, n_threads=2, kv_snapshots=snapshots)
+        backend = LlamaCppBackend.default(n_ctx=2048, kv_snapshots=snapshots)
         try:
             messages = [ChatMessage.user("What's the weather in Rome?")]
             call = backend.generate_with_tools(messages, tools, short, "required")

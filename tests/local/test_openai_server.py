@@ -16,6 +16,7 @@ import tooluse
 from tooluse import SamplingParams
 from tooluse.local.demo_tools import demo_tools
 from tooluse.local.model_files import default_model_path
+from tooluse.local.threads import default_threads
 
 pytestmark = pytest.mark.slow
 
@@ -48,8 +49,11 @@ def server_url(tmp_path_factory):
             str(port),
             "--n_ctx",
             "2048",
+            # both counts: the server's own defaults take half and all of the host's CPUs
             "--n_threads",
-            "2",
+            str(default_threads()),
+            "--n_threads_batch",
+            str(default_threads()),
             # llama-cpp-python's function-calling prompt and grammar for ChatML models
             "--chat_format",
             "chatml-function-calling",

@@ -40,7 +40,7 @@ def eval_backend():
     """The embedded model as ``tooluse eval bfcl`` loads it (context size changes its output)."""
     from tooluse.local import LlamaCppBackend
 
-    instance = LlamaCppBackend.default(n_threads=2)
+    instance = LlamaCppBackend.default()
     yield instance
     instance.close()
 

@@ -6,7 +6,12 @@ import os
 
 import pytest
 
-from tooluse.local.threads import MAX_THREADS, cgroup_cpu_limit, default_threads
+from tooluse.local.threads import (
+    MAX_THREADS,
+    cgroup_cpu_limit,
+    default_threads,
+    llama_thread_options,
+)
 
 VISIBLE = min(len(os.sched_getaffinity(0)), MAX_THREADS)
 
@@ -52,3 +57,10 @@ def test_omp_num_threads_lowers_the_count_but_never_raises_it(tmp_path, monkeypa
     assert default_threads(tmp_path) == VISIBLE
     monkeypatch.setenv("OMP_NUM_THREADS", "0")
     assert default_threads(tmp_path) == VISIBLE
+
+
+def test_prompt_evaluation_gets_the_same_threads_as_generation(monkeypatch):
+    # llama-cpp-python would give prompt evaluation every CPU of the host
+    assert llama_thread_options(3) == {"n_threads": 3, "n_threads_batch": 3}
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert llama_thread_options() == {"n_threads": 1, "n_threads_batch": 1}

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tooluse.cli.app import app
-from tooluse.local.threads import default_threads
+from tooluse.local.threads import llama_thread_options
 from tooluse.train.gguf_lora import read_lora_gguf
 
 pytest.importorskip("torch")
@@ -30,7 +30,7 @@ def _llama_logits(lora):
 
     llm = llama_cpp.Llama(
         model_path=str(default_model_path()), lora_path=lora, n_ctx=128, logits_all=True,
-        n_threads=default_threads(), verbose=False,
+        verbose=False, **llama_thread_options(),
     )  # fmt: skip
     try:
         tokens = llm.tokenize(PROMPT.encode(), special=True)

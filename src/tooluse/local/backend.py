@@ -44,7 +44,7 @@ from tooluse.local.grounding import GroundingCheck
 from tooluse.local.model_files import check_lora_path, check_model_path, default_model_path
 from tooluse.local.profiles import ToolPromptProfile, profile_for
 from tooluse.local.runtime import import_llama_cpp
-from tooluse.local.threads import default_threads
+from tooluse.local.threads import default_threads, llama_thread_options
 from tooluse.messages import ChatMessage, ToolCall, Usage
 from tooluse.providers.base import (
     BaseBackend,
@@ -176,8 +176,8 @@ class LlamaCppBackend(BaseBackend):
             self.llm = llama_cpp.Llama(
                 model_path=str(path),
                 n_ctx=n_ctx,
-                n_threads=threads,
                 n_batch=n_batch,
+                **llama_thread_options(threads),
                 lora_path=str(lora) if lora is not None else None,
                 verbose=verbose,
             )
@@ -280,8 +280,8 @@ class LlamaCppBackend(BaseBackend):
                 model_path=str(self.model_path),
                 lora_path=str(self.lora_path) if self.lora_path is not None else None,
                 n_ctx=SCORING_CONTEXT,
-                n_threads=self._threads,
                 logits_all=True,
+                **llama_thread_options(self._threads),
                 verbose=False,
             )
             self._scoring = TokenLoop(llm)

@@ -6,7 +6,7 @@ import math
 import os
 from pathlib import Path
 
-__all__ = ["cgroup_cpu_limit", "default_threads", "usable_cpus"]
+__all__ = ["cgroup_cpu_limit", "default_threads", "llama_thread_options", "usable_cpus"]
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 MAX_THREADS = 8
@@ -54,3 +54,13 @@ def default_threads(root: Path = CGROUP_ROOT) -> int:
     if limit.isdigit() and int(limit) >= 1:
         threads = min(threads, int(limit))
     return max(1, threads)
+
+
+def llama_thread_options(threads: int | None = None) -> dict[str, int]:
+    """``llama_cpp.Llama`` keyword arguments giving generation and prompt evaluation the same
+    thread count (``threads``, else :func:`default_threads`). llama-cpp-python's own default
+    for prompt evaluation is ``multiprocessing.cpu_count()``, every CPU of the host, whatever
+    the affinity, quota or ``OMP_NUM_THREADS`` say: its spinning threads then crowd whatever
+    else runs, the more so the larger the host."""
+    count = threads if threads is not None else default_threads()
+    return {"n_threads": count, "n_threads_batch": count}

@@ -3,7 +3,9 @@
 ``python oauth_server.py PORT`` serves ``http://127.0.0.1:PORT/mcp``. Clients register
 dynamically; ``/authorize`` approves at once (no login page: the test's "browser" just follows
 the redirect) and remembers the PKCE challenge; codes and tokens live in memory; access tokens
-expire after ``EXPIRES`` seconds (the second argument, default 3600) and can be refreshed.
+expire after ``EXPIRES`` seconds (the second argument, default 3600) and can be refreshed. Like
+real authorization servers, it accepts a token for ``LEEWAY`` seconds past its advertised end
+(clock skew): a client that refreshes on time never meets a rejection, however slow the machine.
 The ``oauth_events`` tool tells how many authorizations, code exchanges and refreshes happened.
 """
 
@@ -22,6 +24,7 @@ from mcp.shared.auth import OAuthToken
 PORT = int(sys.argv[1])
 EXPIRES = int(sys.argv[2]) if len(sys.argv) > 2 else 3600
 BASE = f"http://127.0.0.1:{PORT}"
+LEEWAY = 60
 EVENTS = {"authorize": 0, "exchange": 0, "refresh": 0}
 
 
@@ -65,7 +68,7 @@ class MemoryAuthorizationServer:
             token=access,
             client_id=client_id,
             scopes=scopes,
-            expires_at=int(time.time()) + EXPIRES,
+            expires_at=int(time.time()) + EXPIRES + LEEWAY,
             resource=resource,
         )
         self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes)
