@@ -141,6 +141,28 @@ def test_required_call_is_narrowed_to_the_most_relevant_tool(backend, tools):
     assert "1234" in result.tool_calls[0].arguments["expression"]
 
 
+def test_first_narrows_the_first_call_of_a_request_and_not_the_next(backend, tools, monkeypatch):
+    from tooluse.messages import ToolCall, ToolResult
+
+    asked = user("What is 1234 * 5678?")
+    call = ToolCall(id="c1", name="calculate", arguments={"expression": "1234 * 5678"})
+    answered = [
+        *asked,
+        ChatMessage.assistant("", tool_calls=[call]),
+        ChatMessage.tool_result(ToolResult(call_id="c1", tool_name="calculate", output="7006652")),
+    ]
+    everything = backend.grammar_for(tools, False)
+    best = backend.grammar_for([t for t in tools if t.name == "calculate"], False)
+    monkeypatch.setattr(backend, "narrow_tools", "first")
+    with backend._lock:
+        first = backend._prepare_turn(asked, tools, "required", SHORT)
+        after = backend._prepare_turn(answered, tools, "required", SHORT)
+    assert first.grammar is best and after.grammar is everything
+    monkeypatch.setattr(backend, "narrow_tools", True)
+    with backend._lock:
+        assert backend._prepare_turn(answered, tools, "required", SHORT).grammar is best
+
+
 def test_parallel_calls_are_allowed_only_when_asked(backend, tools):
     gbnf_one = backend.call_grammar_text(tools, parallel=False)
     gbnf_many = backend.call_grammar_text(tools, parallel=True)

@@ -179,7 +179,9 @@ def test_model_strings_set_the_context_length_and_refuse_unknown_options():
     _with_lora("#narrow=on", narrowed)
     _with_lora("#narrow=off", chosen)
     assert narrowed["narrow_tools"] is True and chosen["narrow_tools"] is False
-    with pytest.raises(ValueError, match="#narrow=on|off"):
+    _with_lora("#narrow=first", narrowed)
+    assert narrowed["narrow_tools"] == "first"
+    with pytest.raises(ValueError, match="#narrow=on|off|first"):
         _with_lora("#narrow=maybe", {})
     with pytest.raises(ValueError, match="no decider 'psychic'; deciders: default, model"):
         _with_lora("#decider=psychic", {})

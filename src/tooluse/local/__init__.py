@@ -91,7 +91,8 @@ def _with_lora(rest: str, options: dict[str, Any]) -> str:
     (``lora_path``, a GGUF LoRA adapter), ``#n_ctx=N`` (the context length, e.g. 8192,
     SmolLM2's full context, for BFCL's long multi-turn and memory prompts) and
     ``#decider=NAME`` (how ``auto`` decides to call: :data:`~tooluse.local.decision.DECIDERS`)
-    and ``#narrow=on|off`` (``narrow_tools``: the grammar allows only the best-ranked tool)
+    and ``#narrow=on|off|first`` (``narrow_tools``: the grammar allows only the best-ranked
+    tool; ``first``: only for the first call of a request)
     and ``#grounding=on|off`` (``grounding``: guessed ``auto`` calls answer in text)."""
     model, *suffixes = rest.split("#")
     for suffix in suffixes:
@@ -106,8 +107,8 @@ def _with_lora(rest: str, options: dict[str, Any]) -> str:
             from tooluse.local.decision import decider_named
 
             options["decider"] = decider_named(value)
-        elif key == "narrow" and value in ("on", "off"):
-            options["narrow_tools"] = value == "on"
+        elif key == "narrow" and value in ("on", "off", "first"):
+            options["narrow_tools"] = {"on": True, "off": False}.get(value, "first")
         elif key == "grounding" and value in ("on", "off"):
             from tooluse.local.grounding import GroundingCheck
 
@@ -115,7 +116,7 @@ def _with_lora(rest: str, options: dict[str, Any]) -> str:
         else:
             raise ValueError(
                 f"#{suffix}: a local model string takes #lora=PATH, #n_ctx=N (a whole number), "
-                "#decider=NAME, #narrow=on|off and #grounding=on|off"
+                "#decider=NAME, #narrow=on|off|first and #grounding=on|off"
             )
     return model
 
