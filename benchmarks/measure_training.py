@@ -7,6 +7,7 @@ README's BFCL table (the first 50 of each category's seed-0 100-entry sample).
     python benchmarks/measure_training.py --adapter runs/train/sft/adapter.gguf
     python benchmarks/measure_training.py --adapter A --only math:arithmetic --limit 10
     python benchmarks/measure_training.py --adapter A --decider trained   # relevance-trained
+    python benchmarks/measure_training.py --adapter A --narrow first      # ranked first call
 
 Each evaluation is a `tooluse eval` command (printed before it runs, so any row can be
 reproduced by hand); run directories go to ``--runs`` (``runs/measure-training``) and are
@@ -160,10 +161,18 @@ def main(argv: list[str] | None = None) -> int:
         help="How the trained model decides to call (local:#decider=NAME), e.g. 'trained' "
         "for an adapter trained with the relevance teacher.",
     )
+    parser.add_argument(
+        "--narrow",
+        choices=("on", "off", "first"),
+        default=None,
+        help="Whether the trained model's calls are held to the best-ranked tool "
+        "(local:#narrow=...; an adapter's default is off).",
+    )
     args = parser.parse_args(argv)
     if not args.adapter.is_file():
         parser.error(f"no adapter at {args.adapter}")
     trained = f"local:#lora={args.adapter}" + (f"#decider={args.decider}" if args.decider else "")
+    trained += f"#narrow={args.narrow}" if args.narrow else ""
     # "base" has the local backend's grounding check (the default); "base-unchecked" is the
     # base model as the table's older columns measured it, before the check existed
     every = {"base": "local", "base-unchecked": "local:#grounding=off", "trained": trained}
@@ -176,7 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     for evaluation in evaluations:
         row = dict(table.get(evaluation.name, {}))
         for label, model in models.items():
-            out = args.runs / f"{evaluation.name.replace(':', '-')}-{label}"
+            # a run directory per setting: a resumed run must not mix two settings' items
+            setting = f"-narrow-{args.narrow}" if label == "trained" and args.narrow else ""
+            out = args.runs / f"{evaluation.name.replace(':', '-')}-{label}{setting}"
             row[label] = measure(evaluation, model, out)
         table[evaluation.name] = row
         _write(args, table)
@@ -191,6 +202,7 @@ def _write(args: argparse.Namespace, table: dict[str, Any]) -> None:
         "card": json.loads(card.read_text()) if card.is_file() else None,
         "split": "test",
         "decider": args.decider or "model",
+        "narrow": args.narrow or "off",
         "evaluations": table,
     }
     args.out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
