@@ -467,10 +467,10 @@ class LlamaCppBackend(BaseBackend):
         if plan.mode != "call":
             return _Turn(plan=plan, prompt=prompt, settings=settings)
         allowed = plan.tools
-        request, answered = latest_request(messages)
-        narrow = self.narrow_tools is True or (self.narrow_tools == "first" and not answered)
-        if narrow and len(allowed) > 1 and not params.parallel_tool_calls and request.strip():
-            allowed = (rank_tools(self, request, allowed)[0][1],)
+        if self.narrow_tools and len(allowed) > 1 and not params.parallel_tool_calls:
+            request, answered = latest_request(messages)
+            if request.strip() and not (answered and self.narrow_tools == "first"):
+                allowed = (rank_tools(self, request, allowed)[0][1],)
         parallel = bool(params.parallel_tool_calls)
         return _Turn(
             plan=plan,
