@@ -38,6 +38,13 @@ def entries(folder: Path) -> list[str]:
     return sorted(entry.name for entry in folder.iterdir())
 
 
+def claimed(folder: Path) -> list[str]:
+    """The sandbox directories in ``folder`` that have their owner's lock file."""
+    return [
+        n for n in entries(folder) if n.count("-") == 2 and (folder / n / "owner.lock").exists()
+    ]
+
+
 def wait_for(predicate, seconds: float = 30.0) -> None:
     deadline = time.monotonic() + seconds
     while not predicate():
@@ -51,8 +58,9 @@ def test_a_killed_callers_folders_are_removed_by_the_next_use(tmp_path):
     for _ in range(2):  # two killed callers: their folders would pile up
         caller = start(temp, "hang")
         assert caller.stdout is not None and caller.stdout.readline() == "ready\n"
-        # The one-shot run's directory exists too (the session's and the run's: two).
-        wait_for(lambda: len([n for n in entries(temp) if n.count("-") == 2]) >= 2)
+        # The one-shot run's directory exists too (the session's and the run's: two), each
+        # claimed by its lock file (a kill between the directory and its lock is another case)
+        wait_for(lambda: len(claimed(temp)) >= 2)
         os.kill(caller.pid, signal.SIGKILL)
         caller.wait()
     assert len(entries(temp)) > 1  # what the killed callers left
@@ -69,7 +77,7 @@ def test_the_folders_of_a_living_caller_are_left_alone(tmp_path):
     alive = start(temp, "hang")
     try:
         assert alive.stdout is not None and alive.stdout.readline() == "ready\n"
-        wait_for(lambda: len([n for n in entries(temp) if n.count("-") == 2]) >= 2)
+        wait_for(lambda: len(claimed(temp)) >= 2)
         before = entries(temp)
         done = start(temp, "once")
         out, _ = done.communicate(timeout=60)
