@@ -8,6 +8,8 @@ README's BFCL table (the first 50 of each category's seed-0 100-entry sample).
     python benchmarks/measure_training.py --adapter A --only math:arithmetic --limit 10
     python benchmarks/measure_training.py --adapter A --decider trained   # relevance-trained
     python benchmarks/measure_training.py --adapter A --narrow first      # ranked first call
+    python benchmarks/measure_training.py --adapter A --decider default-then-model \
+        --narrow on --judge base   # the untouched model judges, the adapter writes
 
 Each evaluation is a `tooluse eval` command (printed before it runs, so any row can be
 reproduced by hand); run directories go to ``--runs`` (``runs/measure-training``) and are
@@ -168,11 +170,19 @@ def main(argv: list[str] | None = None) -> int:
         help="Whether the trained model's calls are held to the best-ranked tool "
         "(local:#narrow=...; an adapter's default is off).",
     )
+    parser.add_argument(
+        "--judge",
+        choices=("model", "base"),
+        default=None,
+        help="Where the trained model's call decisions and tool ranking are read "
+        "(local:#judge=...; base: the untouched model).",
+    )
     args = parser.parse_args(argv)
     if not args.adapter.is_file():
         parser.error(f"no adapter at {args.adapter}")
     trained = f"local:#lora={args.adapter}" + (f"#decider={args.decider}" if args.decider else "")
     trained += f"#narrow={args.narrow}" if args.narrow else ""
+    trained += f"#judge={args.judge}" if args.judge else ""
     # "base" has the local backend's grounding check (the default); "base-unchecked" is the
     # base model as the table's older columns measured it, before the check existed
     every = {"base": "local", "base-unchecked": "local:#grounding=off", "trained": trained}
@@ -186,7 +196,11 @@ def main(argv: list[str] | None = None) -> int:
         row = dict(table.get(evaluation.name, {}))
         for label, model in models.items():
             # a run directory per setting: a resumed run must not mix two settings' items
-            setting = f"-narrow-{args.narrow}" if label == "trained" and args.narrow else ""
+            setting = ""
+            if label == "trained":
+                setting += f"-decider-{args.decider}" if args.decider else ""
+                setting += f"-narrow-{args.narrow}" if args.narrow else ""
+                setting += f"-judge-{args.judge}" if args.judge else ""
             out = args.runs / f"{evaluation.name.replace(':', '-')}-{label}{setting}"
             row[label] = measure(evaluation, model, out)
         table[evaluation.name] = row
@@ -203,6 +217,7 @@ def _write(args: argparse.Namespace, table: dict[str, Any]) -> None:
         "split": "test",
         "decider": args.decider or "model",
         "narrow": args.narrow or "off",
+        "judge": args.judge or "model",
         "evaluations": table,
     }
     args.out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

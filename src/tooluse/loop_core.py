@@ -103,10 +103,18 @@ class LoopSetup:
     # a tooluse.telemetry.RunTracer: the run's spans (None: not traced)
     tracer: Any = None
     tool_search: ToolSearch | None = None
+    # True: terminal calls go to the executor like any other (an environment grades them and
+    # ends the run by cancelling it); the model still sees which tools are terminal
+    run_terminal_calls: bool = False
 
     @property
     def tools(self) -> tuple[ToolDefinition, ...]:
         return self.executor.definitions
+
+    def settles(self, definition: ToolDefinition | None) -> bool:
+        """Whether the loop itself settles calls of ``definition`` (a terminal tool whose
+        calls do not go to the executor)."""
+        return definition is not None and definition.is_terminal and not self.run_terminal_calls
 
     def model(self, backend: Backend) -> Backend:
         """The backend the run talks to: ``backend``, or in text mode ``backend`` behind a
@@ -318,7 +326,7 @@ class _Run:
         accepted: dict[str, Any] | None = None
         for call in calls:
             definition = self.by_name.get(call.name)
-            if accepted is None and definition is not None and definition.is_terminal:
+            if accepted is None and self.setup.settles(definition):
                 result, accepted = _terminal_outcome(self.setup, call)
             else:
                 result = ToolResult.failure(call.id, call.name, note)
@@ -332,7 +340,7 @@ class _Run:
         plan = _Round()
         for call in calls:
             definition = self.by_name.get(call.name)
-            if definition is not None and definition.is_terminal:
+            if self.setup.settles(definition):
                 if plan.terminal_output is not None:
                     plan.results[call.id] = ToolResult.failure(
                         call.id, call.name, "ignored: another final call was accepted first"
@@ -426,7 +434,7 @@ class _Run:
             forced = self.by_name.get(self.choice)
             # A forced call has been made; forcing again would loop forever, except for a
             # terminal tool whose arguments were rejected (the model must try again).
-            if forced is None or not forced.is_terminal:
+            if not self.setup.settles(forced):
                 self.choice = "auto"
         return None
 

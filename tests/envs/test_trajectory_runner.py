@@ -63,8 +63,8 @@ def test_native_episode_solves_the_task_and_records_everything(env):
     assert trajectory.total_reward == 1.0
     assert trajectory.num_tool_calls == 2
     # The model saw both tools, with submit_answer offered like any other tool.
-    offered = [t.name for t in backend.requests[0].tools]
-    assert offered == ["python", "submit_answer"]
+    offered = [(t.name, t.is_terminal) for t in backend.requests[0].tools]
+    assert offered == [("python", False), ("submit_answer", True)]  # the model knows which ends it
     assert backend.requests[0].params == SamplingParams(temperature=0.0)
     # Every call id in the history has exactly one result.
     calls = [c.id for m in trajectory.messages for c in m.tool_calls]

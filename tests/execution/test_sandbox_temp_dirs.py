@@ -86,3 +86,26 @@ def test_the_folders_of_a_living_caller_are_left_alone(tmp_path):
     finally:
         alive.kill()
         alive.wait()
+
+
+def test_an_unclaimed_empty_folder_is_removed_only_after_its_grace_period(tmp_path):
+    from tooluse.execution.sandbox.process import (
+        UNCLAIMED_GRACE_SECONDS,
+        WORKDIR_PREFIX,
+        sweep_stale_workdirs,
+    )
+
+    # a caller killed between making its folder and creating the lock file leaves it empty
+    old = tmp_path / f"{WORKDIR_PREFIX}abc123xy"
+    fresh = tmp_path / f"{WORKDIR_PREFIX}fresh123"
+    kept = tmp_path / f"{WORKDIR_PREFIX}notempty"
+    cache = tmp_path / f"{WORKDIR_PREFIX}code-{os.geteuid()}"
+    for folder in (old, fresh, kept, cache):
+        folder.mkdir()
+    (kept / "data.txt").write_text("someone's")
+    past = time.time() - UNCLAIMED_GRACE_SECONDS - 5
+    for folder in (old, kept, cache):
+        os.utime(folder, (past, past))
+    assert sweep_stale_workdirs(str(tmp_path)) == [str(old)]
+    # one being made right now, anything with content and the code cache stay
+    assert entries(tmp_path) == sorted(p.name for p in (fresh, kept, cache))

@@ -141,16 +141,22 @@ def test_required_call_is_narrowed_to_the_most_relevant_tool(backend, tools):
     assert "1234" in result.tool_calls[0].arguments["expression"]
 
 
-def test_first_narrows_the_first_call_of_a_request_and_not_the_next(backend, tools, monkeypatch):
+def asked_then_answered(name: str, arguments: dict, output: str):
+    """The request "What is 1234 * 5678?", and it followed by a call and its result."""
     from tooluse.messages import ToolCall, ToolResult
 
     asked = user("What is 1234 * 5678?")
-    call = ToolCall(id="c1", name="calculate", arguments={"expression": "1234 * 5678"})
+    call = ToolCall(id="c1", name=name, arguments=arguments)
     answered = [
         *asked,
         ChatMessage.assistant("", tool_calls=[call]),
-        ChatMessage.tool_result(ToolResult(call_id="c1", tool_name="calculate", output="7006652")),
+        ChatMessage.tool_result(ToolResult(call_id="c1", tool_name=name, output=output)),
     ]
+    return asked, answered
+
+
+def test_first_narrows_the_first_call_of_a_request_and_not_the_next(backend, tools, monkeypatch):
+    asked, answered = asked_then_answered("calculate", {"expression": "1234 * 5678"}, "7006652")
     everything = backend.grammar_for(tools, False)
     best = backend.grammar_for([t for t in tools if t.name == "calculate"], False)
     monkeypatch.setattr(backend, "narrow_tools", "first")
@@ -161,6 +167,23 @@ def test_first_narrows_the_first_call_of_a_request_and_not_the_next(backend, too
     monkeypatch.setattr(backend, "narrow_tools", True)
     with backend._lock:
         assert backend._prepare_turn(answered, tools, "required", SHORT).grammar is best
+
+
+def test_a_terminal_tool_that_ranks_first_is_not_forced_before_any_tool_result(backend, tools):
+    import dataclasses
+
+    # the request ranks calculate first; made terminal, it is the run-ending step
+    ended = [dataclasses.replace(t, is_terminal=t.name == "calculate") for t in tools]
+    asked, answered = asked_then_answered("get_weather", {"city": "Paris"}, "18")
+    everything = backend.grammar_for(ended, False)
+    best = backend.grammar_for([t for t in ended if t.name == "calculate"], False)
+    with backend._lock:
+        first = backend._prepare_turn(asked, ended, "required", SHORT)
+        after = backend._prepare_turn(answered, ended, "required", SHORT)
+        plain = backend._prepare_turn(asked, tools, "required", SHORT)
+    assert first.grammar is everything  # the model chooses its first step
+    assert after.grammar is best  # once results are in, the terminal tool can be forced
+    assert plain.grammar is backend.grammar_for([t for t in tools if t.name == "calculate"], False)
 
 
 def test_parallel_calls_are_allowed_only_when_asked(backend, tools):

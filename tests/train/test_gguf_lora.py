@@ -157,6 +157,10 @@ def test_model_strings_name_an_adapter_and_round_trip(tmp_path):
         trained = load_model(spec, n_ctx=256)
         assert trained.model_spec == spec and trained.narrow_tools
         trained.close()
+        spec = f"local:#lora={adapter}#decider=default-then-model"
+        stepwise = load_model(spec, n_ctx=256)
+        assert stepwise.model_spec == spec and not stepwise.narrow_tools
+        stepwise.close()
     finally:
         backend.close()
     with pytest.raises(ValueError, match="#lora= needs the path"):
@@ -175,6 +179,12 @@ def test_model_strings_set_the_context_length_and_refuse_unknown_options():
     chosen: dict = {}
     assert _with_lora("#lora=a.gguf#decider=trained", chosen) == ""
     assert type(chosen["decider"]).__name__ == "TrainedDecider"
+    stepwise: dict = {}
+    _with_lora("#decider=default-then-model", stepwise)
+    decider = stepwise["decider"]
+    # the untouched model's combination for a first step, the model's odds after results
+    assert [type(d).__name__ for d in decider.ask.deciders] == ["MarkerDecider", "RelevanceDecider"]
+    assert type(decider.then).__name__ == "ModelDecider"
     narrowed: dict = {}
     _with_lora("#narrow=on", narrowed)
     _with_lora("#narrow=off", chosen)
@@ -220,3 +230,40 @@ def test_an_adapted_model_chooses_its_tools_itself_unless_told_otherwise(tmp_pat
     finally:
         for backend in (adapted, plain, told):
             backend.close()
+
+
+@pytest.mark.slow
+def test_judge_base_reads_call_decisions_and_the_ranking_from_the_untouched_model(tmp_path):
+    from tooluse.local.backend import LlamaCppBackend
+    from tooluse.local.decision import MarkerDecider, ModelDecider, rank_tools
+    from tooluse.messages import ChatMessage
+    from tooluse.providers.model_registry import load_model
+    from tooluse.tools.definition import ToolDefinition
+
+    adapter = _smollm_adapter(tmp_path / "a.gguf")
+    plain = LlamaCppBackend.default(n_ctx=1024)
+    adapted = LlamaCppBackend.default(n_ctx=1024, lora_path=adapter)
+    judged = load_model(f"local:#lora={adapter}#judge=base", n_ctx=1024)
+    tools = [
+        ToolDefinition.from_schema(name, {"type": "object", "properties": {}}, description=text)
+        for name, text in (("get_weather", "The weather in a city"), ("add", "Add two numbers"))
+    ]
+    request = "What is 2 + 3?"
+    history = [ChatMessage.user(request)]
+    try:
+        assert judged.judge == "base" and judged.model_spec.endswith("#judge=base")
+        marker = MarkerDecider()
+        scores = [marker.score(b, request, tools) for b in (plain, adapted, judged)]
+        assert scores[2] == pytest.approx(scores[0], abs=1e-3)  # the base model's score
+        assert abs(scores[1] - scores[0]) > 1e-3  # which the adapter moves
+        ranked = [[round(s, 3) for s, _ in rank_tools(b, request, tools)] for b in (plain, judged)]
+        assert ranked[0] == ranked[1]
+        # the model's own odds still come from the adapted model
+        model = ModelDecider()
+        odds = [model.decide(b, history, tools).score for b in (adapted, judged)]
+        assert odds[0] == pytest.approx(odds[1], abs=1e-3)
+    finally:
+        for backend in (plain, adapted, judged):
+            backend.close()
+    with pytest.raises(ValueError, match="judge must be 'model' or 'base'"):
+        LlamaCppBackend.default(n_ctx=256, judge="adapter")  # type: ignore[arg-type]

@@ -220,9 +220,10 @@ class _EnvironmentExecutor(AbstractToolExecutor):
     """Hands each round of calls to the environment as one step."""
 
     def __init__(self, episode: _Episode, tools: Sequence[ToolDefinition]) -> None:
-        # The loop must pass submit_answer through like any call, so that the environment
-        # grades it; terminal handling is the environment's here.
-        self._definitions = tuple(dataclasses.replace(t, is_terminal=False) for t in tools)
+        # submit_answer stays terminal for the model (the local backend never narrows a first
+        # call to it); the loop passes it through (run_terminal_calls) for the environment to
+        # grade, and the episode's cancel ends the run.
+        self._definitions = tuple(tools)
         self.episode = episode
 
     @property
@@ -357,7 +358,7 @@ class TrajectoryRunner:
         for tool in tools:
             episode.tools.setdefault(tool.name, tool)
         executor = _EnvironmentExecutor(episode, tools) if tools else None
-        return build_setup(
+        setup = build_setup(
             self.backend,
             tools=None,
             tool_choice="auto",
@@ -377,6 +378,7 @@ class TrajectoryRunner:
             stream=False,
             executor=executor,
         )
+        return dataclasses.replace(setup, run_terminal_calls=True)
 
     @staticmethod
     def _next_turn(

@@ -93,7 +93,9 @@ def _with_lora(rest: str, options: dict[str, Any]) -> str:
     ``#decider=NAME`` (how ``auto`` decides to call: :data:`~tooluse.local.decision.DECIDERS`)
     and ``#narrow=on|off|first`` (``narrow_tools``: the grammar allows only the best-ranked
     tool; ``first``: only for the first call of a request)
-    and ``#grounding=on|off`` (``grounding``: guessed ``auto`` calls answer in text)."""
+    and ``#grounding=on|off`` (``grounding``: guessed ``auto`` calls answer in text)
+    and ``#judge=model|base`` (``judge``: whether an adapter's call decisions and tool
+    ranking are read from the base model)."""
     model, *suffixes = rest.split("#")
     for suffix in suffixes:
         key, equals, value = suffix.partition("=")
@@ -109,6 +111,8 @@ def _with_lora(rest: str, options: dict[str, Any]) -> str:
             options["decider"] = decider_named(value)
         elif key == "narrow" and value in ("on", "off", "first"):
             options["narrow_tools"] = {"on": True, "off": False}.get(value, "first")
+        elif key == "judge" and value in ("model", "base"):
+            options["judge"] = value
         elif key == "grounding" and value in ("on", "off"):
             from tooluse.local.grounding import GroundingCheck
 
@@ -116,7 +120,7 @@ def _with_lora(rest: str, options: dict[str, Any]) -> str:
         else:
             raise ValueError(
                 f"#{suffix}: a local model string takes #lora=PATH, #n_ctx=N (a whole number), "
-                "#decider=NAME, #narrow=on|off|first and #grounding=on|off"
+                "#decider=NAME, #narrow=on|off|first, #grounding=on|off and #judge=model|base"
             )
     return model
 

@@ -31,7 +31,7 @@ from tooluse.local.decision import (
     ToolDecider,
     default_decider,
     latest_request,
-    rank_tools,
+    narrowed_tools,
 )
 from tooluse.local.decoding import DecodeSettings, GrammarSampler, TokenLoop
 from tooluse.local.grammar import (
@@ -117,7 +117,9 @@ class LlamaCppBackend(BaseBackend):
       benchmark set this picks the right tool 94 % of the time against 62 % for the model's own
       choice under the grammar. ``narrow_tools="first"`` narrows only the first call for a
       request: after its tool results the model chooses the next tool itself (the ranking
-      reads the request, which says nothing of a step such as submitting an answer).
+      reads the request, which says nothing of a step such as submitting an answer). Before
+      any tool result a terminal tool (``is_terminal``, such as an environment's
+      ``submit_answer``) is never forced: when it ranks first, the model chooses.
     - Constrained calls always finish: each turn of calls gets its own token budget from the
       tool schemas (``call_budget``; it replaces a smaller ``max_tokens``), the last tokens of
       that budget steer the call to its end (closing strings, objects, the call list), a string
@@ -147,6 +149,12 @@ class LlamaCppBackend(BaseBackend):
       writes one). With an adapter the model chooses for itself by default: ``narrow_tools``
       is off and the decider is :class:`~tooluse.local.decision.ModelDecider` (call when the
       model would start a call, also after tool results); pass either to override.
+    - ``judge="base"`` (with an adapter): the scores that decide whether to call (the marker,
+      the relevance score) and the tool ranking are read from the base model without the
+      adapter, in contexts of their own; the adapter writes the calls and answers, and
+      :class:`~tooluse.local.decision.ModelDecider` still reads the adapted model. An adapter
+      trained on one kind of task starts a call for nearly every request; the untouched
+      model's judgement of whether a request needs a tool does not move.
     """
 
     def __init__(  # noqa: PLR0913 - the backend's settings, keyword-only after the model
@@ -168,8 +176,11 @@ class LlamaCppBackend(BaseBackend):
         lora_path: str | Path | None = None,
         kv_snapshots: int = 2,
         grounding: GroundingCheck | None = GroundingCheck(),  # noqa: B008 - frozen, shared
+        judge: Literal["model", "base"] = "model",
         verbose: bool = False,
     ) -> None:
+        if judge not in ("model", "base"):
+            raise ValueError(f"judge must be 'model' or 'base', not {judge!r}")
         path = check_model_path(model_path)
         lora = check_lora_path(lora_path, path) if lora_path is not None else None
         llama_cpp = import_llama_cpp()
@@ -215,8 +226,10 @@ class LlamaCppBackend(BaseBackend):
             decider = ModelDecider() if adapted else default_decider()
         self.decider = decider
         self.grounding = grounding
+        self.judge = judge
         self._threads = threads
         self._scoring: TokenLoop | None = None
+        self._judging: TokenLoop | None = None
         self._last_tool_ranking: Any = None
         self._lock = threading.RLock()
         self._grammars: dict[str, GrammarSampler] = {}
@@ -257,6 +270,8 @@ class LlamaCppBackend(BaseBackend):
             suffixes += f"#narrow={named}"
         if self.grounding is None:
             suffixes += "#grounding=off"
+        if self.judge == "base":
+            suffixes += "#judge=base"
         return f"{spec}{':' if embedded and suffixes else ''}{suffixes}"
 
     @property
@@ -277,20 +292,33 @@ class LlamaCppBackend(BaseBackend):
         """A second, small context over the same model file, for decision scoring.
 
         It keeps logits for every position (for continuation log-probabilities) and leaves the
-        main context's prompt cache untouched. Created on first use.
+        main context's prompt cache untouched. Created on first use; with ``judge="base"`` it
+        has no adapter.
         """
         if self._scoring is None:
-            llama_cpp = import_llama_cpp()
-            llm = llama_cpp.Llama(
-                model_path=str(self.model_path),
-                lora_path=str(self.lora_path) if self.lora_path is not None else None,
-                n_ctx=SCORING_CONTEXT,
-                logits_all=True,
-                **llama_thread_options(self._threads),
-                verbose=False,
-            )
-            self._scoring = TokenLoop(llm)
+            self._scoring = TokenLoop(self._side_context(SCORING_CONTEXT, logits_all=True))
         return self._scoring
+
+    def judging_loop(self) -> TokenLoop:
+        """The context the marker decider reads: the main one, or with ``judge="base"`` and
+        an adapter, a context of the base model alone, as long as the main one (created on
+        first use; it evaluates the tool prompt a second time)."""
+        if self.judge != "base" or self.lora_path is None:
+            return self.loop
+        if self._judging is None:
+            self._judging = TokenLoop(self._side_context(self.loop.n_ctx, logits_all=False))
+        return self._judging
+
+    def _side_context(self, n_ctx: int, *, logits_all: bool) -> Any:
+        judged_on_adapter = self.lora_path is not None and self.judge != "base"
+        return import_llama_cpp().Llama(
+            model_path=str(self.model_path),
+            lora_path=str(self.lora_path) if judged_on_adapter else None,
+            n_ctx=n_ctx,
+            logits_all=logits_all,
+            **llama_thread_options(self._threads),
+            verbose=False,
+        )
 
     def close(self) -> None:
         """Free the model and its grammars now rather than at garbage collection."""
@@ -298,11 +326,12 @@ class LlamaCppBackend(BaseBackend):
             for grammar in self._grammars.values():
                 grammar.close()
             self._grammars.clear()
-            for llm in (self.llm, self._scoring.llm if self._scoring else None):
+            sides = [side.llm for side in (self._scoring, self._judging) if side is not None]
+            for llm in (self.llm, *sides):
                 close = getattr(llm, "close", None)
                 if callable(close):
                     close()
-            self._scoring = None
+            self._scoring = self._judging = None
 
     # -- prompt -------------------------------------------------------------------------------
 
@@ -468,9 +497,9 @@ class LlamaCppBackend(BaseBackend):
             return _Turn(plan=plan, prompt=prompt, settings=settings)
         allowed = plan.tools
         if self.narrow_tools and len(allowed) > 1 and not params.parallel_tool_calls:
-            request, answered = latest_request(messages)
-            if request.strip() and not (answered and self.narrow_tools == "first"):
-                allowed = (rank_tools(self, request, allowed)[0][1],)
+            allowed = narrowed_tools(
+                self, messages, allowed, first_only=self.narrow_tools == "first"
+            )
         parallel = bool(params.parallel_tool_calls)
         return _Turn(
             plan=plan,

@@ -97,6 +97,9 @@ WORKDIR_PREFIX = "tooluse-sandbox-"
 LOCK_NAME = "owner.lock"  # held (flock) by the process that made the directory, while it lives
 _held_locks: dict[str, int] = {}  # workdir -> the open lock file keeping it claimed
 _swept: list[bool] = []  # the temp dir was swept for stale directories (once per process)
+# A directory with no lock file yet is being made: its lock follows within microseconds. One
+# still empty this long after was left by a process killed between making and claiming it.
+UNCLAIMED_GRACE_SECONDS = 60.0
 
 
 def make_workdir() -> str:
@@ -137,8 +140,10 @@ def remove_workdir(work: str) -> None:
 def sweep_stale_workdirs(folder: str | None = None) -> list[str]:
     """Remove the sandbox directories in ``folder`` (the temp dir) whose owner has died.
 
-    A directory counts as stale only when its lock file exists and no process holds the lock
-    (a lock dies with its process, in any PID namespace); anything else is left alone.
+    A directory counts as stale when its lock file exists and no process holds the lock (a
+    lock dies with its process, in any PID namespace), or when it is one of this user's, still
+    empty (no lock file) ``UNCLAIMED_GRACE_SECONDS`` after it was made; anything else is left
+    alone.
     """
     folder = folder or tempfile.gettempdir()
     removed: list[str] = []
@@ -153,8 +158,14 @@ def sweep_stale_workdirs(folder: str | None = None) -> list[str]:
             continue
         try:
             lock = os.open(os.path.join(entry.path, LOCK_NAME), os.O_RDWR)
-        except OSError:
-            continue  # no lock file: not a directory this code made, or not ours
+        except OSError:  # no lock file: not a directory this code made, not ours, or unclaimed
+            if _unclaimed(entry):
+                try:
+                    os.rmdir(entry.path)  # only while still empty: a lock made now keeps it
+                except OSError:
+                    continue
+                removed.append(entry.path)
+            continue
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -165,6 +176,20 @@ def sweep_stale_workdirs(folder: str | None = None) -> list[str]:
         finally:
             os.close(lock)
     return removed
+
+
+def _unclaimed(entry: os.DirEntry[str]) -> bool:
+    """A directory ``mkdtemp`` made for this user that was never claimed by its lock and has
+    stayed empty past the grace period (the per-user code cache is named otherwise)."""
+    if "-" in entry.name[len(WORKDIR_PREFIX) :]:
+        return False
+    try:
+        info = entry.stat(follow_symlinks=False)
+        if info.st_uid != os.geteuid() or time.time() - info.st_mtime < UNCLAIMED_GRACE_SECONDS:
+            return False
+        return not os.listdir(entry.path)
+    except OSError:
+        return False
 
 
 def child_command(python_executable: str | None) -> list[str]:
