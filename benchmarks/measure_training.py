@@ -27,7 +27,7 @@ import json
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ class Evaluation:
 
     name: str
     limit: int
+    tool_choice: str = "auto"  # environments only: "required" forces each first reply's call
 
     def command(self, model: str, out: Path) -> list[str]:
         """The `tooluse eval` command line for ``model`` writing to ``out``."""
@@ -91,6 +92,7 @@ class Evaluation:
             "--max-tokens",
             "256",
             "--quiet",
+            *(("--tool-choice", self.tool_choice) if self.tool_choice != "auto" else ()),
             "--out",
             str(out),
         ]
@@ -177,10 +179,22 @@ def main(argv: list[str] | None = None) -> int:
         help="Where the trained model's call decisions and tool ranking are read "
         "(local:#judge=...; base: the untouched model).",
     )
+    parser.add_argument(
+        "--lora-scale", type=float, default=None, help="The adapter's scale (#lora_scale=X)."
+    )
+    parser.add_argument(
+        "--env-tool-choice",
+        choices=("auto", "required"),
+        default="auto",
+        help="The environments' first request of each task (both models): required makes "
+        "the model start with a call.",
+    )
     args = parser.parse_args(argv)
     if not args.adapter.is_file():
         parser.error(f"no adapter at {args.adapter}")
-    trained = f"local:#lora={args.adapter}" + (f"#decider={args.decider}" if args.decider else "")
+    trained = f"local:#lora={args.adapter}"
+    trained += f"#lora_scale={args.lora_scale:g}" if args.lora_scale is not None else ""
+    trained += f"#decider={args.decider}" if args.decider else ""
     trained += f"#narrow={args.narrow}" if args.narrow else ""
     trained += f"#judge={args.judge}" if args.judge else ""
     # "base" has the local backend's grounding check (the default); "base-unchecked" is the
@@ -188,7 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     every = {"base": "local", "base-unchecked": "local:#grounding=off", "trained": trained}
     models = {k: v for k, v in every.items() if k in args.models.split(",")}
     evaluations = [
-        e for e in default_evaluations(args.limit) if not args.only or e.name in args.only
+        e if e.name.startswith("bfcl") else replace(e, tool_choice=args.env_tool_choice)
+        for e in default_evaluations(args.limit)
+        if not args.only or e.name in args.only
     ]
     previous = json.loads(args.out.read_text()) if args.out.is_file() else {}
     table: dict[str, Any] = dict(previous.get("evaluations", {}))
@@ -196,8 +212,9 @@ def main(argv: list[str] | None = None) -> int:
         row = dict(table.get(evaluation.name, {}))
         for label, model in models.items():
             # a run directory per setting: a resumed run must not mix two settings' items
-            setting = ""
+            setting = "-required" if evaluation.tool_choice == "required" else ""
             if label == "trained":
+                setting += f"-scale-{args.lora_scale:g}" if args.lora_scale is not None else ""
                 setting += f"-decider-{args.decider}" if args.decider else ""
                 setting += f"-narrow-{args.narrow}" if args.narrow else ""
                 setting += f"-judge-{args.judge}" if args.judge else ""
@@ -218,6 +235,8 @@ def _write(args: argparse.Namespace, table: dict[str, Any]) -> None:
         "decider": args.decider or "model",
         "narrow": args.narrow or "off",
         "judge": args.judge or "model",
+        "env_tool_choice": args.env_tool_choice,
+        "lora_scale": args.lora_scale if args.lora_scale is not None else 1.0,
         "evaluations": table,
     }
     args.out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

@@ -120,6 +120,19 @@ def test_final_text_without_submit_is_graded_as_the_answer(env):
     assert trajectory.steps[-1].calls == ()
 
 
+def test_a_required_first_call_is_asked_for_once_then_the_model_chooses(env):
+    from tooluse.envs import RunnerSpec
+
+    backend = ScriptedBackend([[python_call("print(0.15 * 80)", "p1")], [submit("12.0", "s1")]])
+    runner = TrajectoryRunner(environment=env, backend=backend, tool_choice="required")
+    trajectory = runner.run_trajectory(task_index=0)
+    assert trajectory.success
+    assert [r.tool_choice for r in backend.requests] == ["required", "auto"]
+    assert RunnerSpec(environment="math:arithmetic", tool_choice="required").tool_choice == (
+        "required"
+    )
+
+
 def test_text_parser_is_used_when_the_backend_has_no_native_calling(env):
     reply = (
         'Let me compute.\n<tool_call>\n{"name": "python", "arguments": {"code": "print(17**5)"}}'

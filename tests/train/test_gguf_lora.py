@@ -161,6 +161,10 @@ def test_model_strings_name_an_adapter_and_round_trip(tmp_path):
         stepwise = load_model(spec, n_ctx=256)
         assert stepwise.model_spec == spec and not stepwise.narrow_tools
         stepwise.close()
+        spec = f"local:#lora={adapter}#lora_scale=0.5"
+        halved = load_model(spec, n_ctx=256)
+        assert halved.model_spec == spec and halved.lora_scale == 0.5
+        halved.close()
     finally:
         backend.close()
     with pytest.raises(ValueError, match="#lora= needs the path"):
@@ -179,6 +183,12 @@ def test_model_strings_set_the_context_length_and_refuse_unknown_options():
     chosen: dict = {}
     assert _with_lora("#lora=a.gguf#decider=trained", chosen) == ""
     assert type(chosen["decider"]).__name__ == "TrainedDecider"
+    scaled: dict = {}
+    assert _with_lora("#lora=a.gguf#lora_scale=0.5", scaled) == ""
+    assert scaled["lora_scale"] == 0.5
+    for bad in ("#lora_scale=lots", "#lora_scale=-1", "#lora_scale=9"):
+        with pytest.raises(ValueError, match=r"#lora_scale=X \(0 to 4\)"):
+            _with_lora(bad, {})
     stepwise: dict = {}
     _with_lora("#decider=default-then-model", stepwise)
     decider = stepwise["decider"]
@@ -244,6 +254,7 @@ def test_judge_base_reads_call_decisions_and_the_ranking_from_the_untouched_mode
     plain = LlamaCppBackend.default(n_ctx=1024)
     adapted = LlamaCppBackend.default(n_ctx=1024, lora_path=adapter)
     judged = load_model(f"local:#lora={adapter}#judge=base", n_ctx=1024)
+    unscaled = LlamaCppBackend.default(n_ctx=1024, lora_path=adapter, lora_scale=0.0)
     tools = [
         ToolDefinition.from_schema(name, {"type": "object", "properties": {}}, description=text)
         for name, text in (("get_weather", "The weather in a city"), ("add", "Add two numbers"))
@@ -256,6 +267,8 @@ def test_judge_base_reads_call_decisions_and_the_ranking_from_the_untouched_mode
         scores = [marker.score(b, request, tools) for b in (plain, adapted, judged)]
         assert scores[2] == pytest.approx(scores[0], abs=1e-3)  # the base model's score
         assert abs(scores[1] - scores[0]) > 1e-3  # which the adapter moves
+        # an adapter at scale 0 changes nothing
+        assert marker.score(unscaled, request, tools) == pytest.approx(scores[0], abs=1e-3)
         ranked = [[round(s, 3) for s, _ in rank_tools(b, request, tools)] for b in (plain, judged)]
         assert ranked[0] == ranked[1]
         # the model's own odds still come from the adapted model
@@ -263,7 +276,7 @@ def test_judge_base_reads_call_decisions_and_the_ranking_from_the_untouched_mode
         odds = [model.decide(b, history, tools).score for b in (adapted, judged)]
         assert odds[0] == pytest.approx(odds[1], abs=1e-3)
     finally:
-        for backend in (plain, adapted, judged):
+        for backend in (plain, adapted, judged, unscaled):
             backend.close()
     with pytest.raises(ValueError, match="judge must be 'model' or 'base'"):
         LlamaCppBackend.default(n_ctx=256, judge="adapter")  # type: ignore[arg-type]

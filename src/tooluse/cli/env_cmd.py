@@ -56,6 +56,13 @@ MaxTurnsOption = Annotated[
     int | None, typer.Option("--max-turns", min=1, help="Tool rounds per user turn.")
 ]
 MaxTokensOption = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Per reply.")]
+ToolChoiceOption = Annotated[
+    str,
+    typer.Option(
+        "--tool-choice",
+        help="auto, or required: each user turn's first reply must call a tool.",
+    ),
+]
 SplitOption = Annotated[
     str | None,
     typer.Option("--split", help="train or test: that split's tasks (procedural: test is fixed)."),
@@ -74,6 +81,7 @@ class _EnvRun:
     tool_types: tuple[str, ...]
     max_tokens: int | None
     max_turns: int | None
+    tool_choice: str = "auto"
 
     @property
     def system_prompt(self) -> str:
@@ -95,6 +103,7 @@ class _EnvRun:
             system_prompt=self.system_prompt,
             tool_call_parser=parser,
             max_turns=self.max_turns,
+            tool_choice=self.tool_choice,
         )
 
     def make_runner(self) -> Any:
@@ -112,6 +121,7 @@ class _EnvRun:
                 system_prompt=self.system_prompt,
                 max_tokens=self.max_tokens,
                 max_turns=self.max_turns,
+                tool_choice=self.tool_choice,
             ),
         )
 
@@ -167,6 +177,7 @@ def env_command(  # noqa: PLR0913 - one parameter per command-line option
     max_tokens: MaxTokensOption = None,
     split: SplitOption = None,
     quiet: QuietOption = False,
+    tool_choice: ToolChoiceOption = "auto",
 ) -> None:
     """Run a model on a tool environment's tasks; print the summary table."""
     from tooluse.cli.shared import check_output_paths, interruptible_run
@@ -174,6 +185,9 @@ def env_command(  # noqa: PLR0913 - one parameter per command-line option
 
     if engine not in ("local", "ray"):
         typer.echo(f"error: unknown engine {engine!r}; use local or ray", err=True)
+        raise typer.Exit(2)
+    if tool_choice not in ("auto", "required"):
+        typer.echo(f"error: --tool-choice is auto or required, not {tool_choice!r}", err=True)
         raise typer.Exit(2)
     environment_options: dict[str, Any] = {"data_path": str(data)} if data is not None else {}
     if split is not None:
@@ -186,6 +200,7 @@ def env_command(  # noqa: PLR0913 - one parameter per command-line option
         tool_types=() if no_python else ("python",),
         max_tokens=max_tokens,
         max_turns=max_turns,
+        tool_choice=tool_choice,
     )
     environment = _environment_or_exit(plan)
     check_output_paths(out, output)

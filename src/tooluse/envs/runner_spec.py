@@ -32,6 +32,7 @@ class RunnerSpec:
     temperature: float = 0.0
     max_tokens: int | None = None
     max_turns: int | None = None
+    tool_choice: str = "auto"
 
 
 def runner_from_spec(spec: RunnerSpec) -> TrajectoryRunner:
@@ -55,4 +56,5 @@ def runner_from_spec(spec: RunnerSpec) -> TrajectoryRunner:
         system_prompt=spec.system_prompt,
         tool_call_parser=parser,
         max_turns=spec.max_turns,
+        tool_choice=spec.tool_choice,
     )

@@ -32,7 +32,7 @@ from tooluse.execution.base import AbstractToolExecutor, CancellationToken
 from tooluse.loop import build_setup, drive_async, drive_sync, initial_history
 from tooluse.loop_core import LoopSetup, ModelTurnFinished, RunFinished, RunResult, StopReason
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage
-from tooluse.providers.base import Backend, SamplingParams
+from tooluse.providers.base import Backend, SamplingParams, ToolChoice
 from tooluse.tools.definition import ToolDefinition
 
 if TYPE_CHECKING:
@@ -250,7 +250,9 @@ class TrajectoryRunner:
     """Runs a backend on an environment's tasks and records :class:`Trajectory` objects.
 
     ``system_prompt`` goes first; ``tool_call_parser`` serves backends without native function
-    calling; ``max_turns`` caps tool rounds (default: the environment's ``max_steps``).
+    calling; ``max_turns`` caps tool rounds (default: the environment's ``max_steps``);
+    ``tool_choice`` is each user turn's first request's (``"required"``: the model must start
+    with a call; the loop asks with ``"auto"`` once a forced round has run).
     """
 
     def __init__(
@@ -263,6 +265,7 @@ class TrajectoryRunner:
         tool_call_parser: Any = None,
         max_turns: int | None = None,
         max_identical_calls: int = 3,
+        tool_choice: ToolChoice = "auto",
     ) -> None:
         self.environment = environment
         self.backend = backend
@@ -271,6 +274,7 @@ class TrajectoryRunner:
         self.tool_call_parser = tool_call_parser
         self.max_turns = max_turns if max_turns is not None else environment.max_steps
         self.max_identical_calls = max_identical_calls
+        self.tool_choice = tool_choice
 
     # -- entry points ----------------------------------------------------------------------------
 
@@ -361,7 +365,7 @@ class TrajectoryRunner:
         setup = build_setup(
             self.backend,
             tools=None,
-            tool_choice="auto",
+            tool_choice=self.tool_choice,
             max_tool_iters=self.max_turns,
             tool_call_parser=self.tool_call_parser,
             params=self.sampling_params,

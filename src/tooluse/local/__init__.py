@@ -86,6 +86,13 @@ def __getattr__(name: str) -> Any:
 LORA_MARK = "#lora="
 
 
+def _is_scale(text: str) -> bool:
+    try:
+        return 0.0 <= float(text) <= 4.0
+    except ValueError:
+        return False
+
+
 def _with_lora(rest: str, options: dict[str, Any]) -> str:
     """``rest`` without its ``#key=value`` suffixes, which go to ``options``: ``#lora=PATH``
     (``lora_path``, a GGUF LoRA adapter), ``#n_ctx=N`` (the context length, e.g. 8192,
@@ -111,6 +118,8 @@ def _with_lora(rest: str, options: dict[str, Any]) -> str:
             options["decider"] = decider_named(value)
         elif key == "narrow" and value in ("on", "off", "first"):
             options["narrow_tools"] = {"on": True, "off": False}.get(value, "first")
+        elif key == "lora_scale" and equals and _is_scale(value):
+            options["lora_scale"] = float(value)
         elif key == "judge" and value in ("model", "base"):
             options["judge"] = value
         elif key == "grounding" and value in ("on", "off"):
@@ -120,7 +129,8 @@ def _with_lora(rest: str, options: dict[str, Any]) -> str:
         else:
             raise ValueError(
                 f"#{suffix}: a local model string takes #lora=PATH, #n_ctx=N (a whole number), "
-                "#decider=NAME, #narrow=on|off|first, #grounding=on|off and #judge=model|base"
+                "#lora_scale=X (0 to 4), #decider=NAME, #narrow=on|off|first, "
+                "#grounding=on|off and #judge=model|base"
             )
     return model
 

@@ -149,6 +149,7 @@ class LlamaCppBackend(BaseBackend):
       writes one). With an adapter the model chooses for itself by default: ``narrow_tools``
       is off and the decider is :class:`~tooluse.local.decision.ModelDecider` (call when the
       model would start a call, also after tool results); pass either to override.
+      ``lora_scale`` sets the adapter's strength (llama.cpp's scale, 1 by default).
     - ``judge="base"`` (with an adapter): the scores that decide whether to call (the marker,
       the relevance score) and the tool ranking are read from the base model without the
       adapter, in contexts of their own; the adapter writes the calls and answers, and
@@ -177,6 +178,7 @@ class LlamaCppBackend(BaseBackend):
         kv_snapshots: int = 2,
         grounding: GroundingCheck | None = GroundingCheck(),  # noqa: B008 - frozen, shared
         judge: Literal["model", "base"] = "model",
+        lora_scale: float = 1.0,
         verbose: bool = False,
     ) -> None:
         if judge not in ("model", "base"):
@@ -192,6 +194,7 @@ class LlamaCppBackend(BaseBackend):
                 n_batch=n_batch,
                 **llama_thread_options(threads),
                 lora_path=str(lora) if lora is not None else None,
+                lora_scale=lora_scale,
                 verbose=verbose,
             )
         except (ValueError, RuntimeError, OSError) as exc:
@@ -227,6 +230,7 @@ class LlamaCppBackend(BaseBackend):
         self.decider = decider
         self.grounding = grounding
         self.judge = judge
+        self.lora_scale = lora_scale
         self._threads = threads
         self._scoring: TokenLoop | None = None
         self._judging: TokenLoop | None = None
@@ -272,6 +276,8 @@ class LlamaCppBackend(BaseBackend):
             suffixes += "#grounding=off"
         if self.judge == "base":
             suffixes += "#judge=base"
+        if self.lora_path is not None and self.lora_scale != 1.0:
+            suffixes += f"#lora_scale={self.lora_scale:g}"
         return f"{spec}{':' if embedded and suffixes else ''}{suffixes}"
 
     @property
@@ -314,6 +320,7 @@ class LlamaCppBackend(BaseBackend):
         return import_llama_cpp().Llama(
             model_path=str(self.model_path),
             lora_path=str(self.lora_path) if judged_on_adapter else None,
+            lora_scale=self.lora_scale,
             n_ctx=n_ctx,
             logits_all=logits_all,
             **llama_thread_options(self._threads),
