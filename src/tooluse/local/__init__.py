@@ -95,7 +95,8 @@ def _is_scale(text: str) -> bool:
 
 def _with_lora(rest: str, options: dict[str, Any]) -> str:
     """``rest`` without its ``#key=value`` suffixes, which go to ``options``: ``#lora=PATH``
-    (``lora_path``, a GGUF LoRA adapter), ``#n_ctx=N`` (the context length, e.g. 8192,
+    (``lora_path``, a GGUF LoRA adapter), ``#lora_scale=X`` (``lora_scale``, the adapter's
+    strength, 0 to 4), ``#n_ctx=N`` (the context length, e.g. 8192,
     SmolLM2's full context, for BFCL's long multi-turn and memory prompts) and
     ``#decider=NAME`` (how ``auto`` decides to call: :data:`~tooluse.local.decision.DECIDERS`)
     and ``#narrow=on|off|first`` (``narrow_tools``: the grammar allows only the best-ranked
