@@ -124,9 +124,20 @@ def render_train(r: Any) -> str:
         f"{card.get('wall_seconds', 0) / 60:.0f} minutes "
         f"({metrics.get('tokens_per_second', '?')} training tokens/s), "
         f"loss {metrics.get('loss_first', 0):.3f} -> {metrics.get('loss_last', 0):.3f}; "
-        f"the trained model decides with `#decider={record.get('decider', 'model')}`.",
+        f"the trained model ran as `local:#lora=A{_train_setting(record)}`; both models played "
+        f"the environments with `--tool-choice {record.get('env_tool_choice', 'auto')}`.",
     ]
     return "\n".join(lines)
+
+
+def _train_setting(record: dict[str, Any]) -> str:
+    """The model-string suffixes the trained column ran with (defaults left out)."""
+    scale = record.get("lora_scale", 1.0)
+    setting = f"#lora_scale={scale:g}" if scale != 1.0 else ""
+    for key, default in (("decider", "model"), ("narrow", "off"), ("judge", "model")):
+        value = record.get(key, default)
+        setting += f"#{key}={value}" if value != default else ""
+    return setting
 
 
 def _cell(row: dict[str, Any] | None) -> str:

@@ -280,3 +280,60 @@ def test_judge_base_reads_call_decisions_and_the_ranking_from_the_untouched_mode
             backend.close()
     with pytest.raises(ValueError, match="judge must be 'model' or 'base'"):
         LlamaCppBackend.default(n_ctx=256, judge="adapter")  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_judge_base_refuses_a_first_call_when_the_base_models_own_call_is_guessed(tmp_path):
+    from dataclasses import dataclass, field
+
+    from tooluse.local.backend import LlamaCppBackend
+    from tooluse.local.decision import ModelDecider, ToolDecision
+    from tooluse.local.grounding import GroundingCheck
+    from tooluse.messages import ChatMessage
+    from tooluse.tools.definition import ToolDefinition
+
+    @dataclass(frozen=True, kw_only=True)
+    class PassFirst(GroundingCheck):
+        """Lets the first review's calls stand and refuses every later one (recorded)."""
+
+        seen: list = field(default_factory=list)
+
+        def review(self, messages, calls, tools=()):
+            self.seen.append(list(calls))
+            if len(self.seen) == 1:
+                return ToolDecision(call=True, score=1.0)
+            return ToolDecision(call=False, score=0.0, reason="none of it is in the request")
+
+    adapter = _smollm_adapter(tmp_path / "a.gguf")
+    weather = ToolDefinition.from_schema(
+        "get_weather",
+        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        description="The weather in a city",
+    )
+    history = [ChatMessage.user("What is the weather like in Oslo today?")]
+    always = ModelDecider(threshold=-1e9)
+    checks = {judge: PassFirst() for judge in ("base", "model")}
+    backends = {
+        judge: LlamaCppBackend.default(
+            n_ctx=1024, lora_path=adapter, decider=always, judge=judge, grounding=check
+        )
+        for judge, check in checks.items()
+    }
+    plain = LlamaCppBackend.default(n_ctx=1024)
+    try:
+        base_call = plain.generate(history, [weather], tool_choice="get_weather").tool_calls
+        judged = backends["base"].generate(history, [weather])
+        assert not judged.tool_calls and judged.text
+        assert judged.raw["plan"] == "the base model's call: none of it is in the request"
+        adapter_call, reviewed_base = checks["base"].seen
+        assert judged.raw["refused_calls"] and adapter_call
+        # the second review read the untouched model's call, written under the same grammar
+        assert [(c.name, c.arguments) for c in reviewed_base] == [
+            (c.name, c.arguments) for c in base_call
+        ]
+        # judged by the adapted model itself, the first review is the only one: the call stands
+        own = backends["model"].generate(history, [weather])
+        assert own.tool_calls and len(checks["model"].seen) == 1
+    finally:
+        for backend in (*backends.values(), plain):
+            backend.close()

@@ -100,6 +100,11 @@ def demo(
     max_tokens: int = typer.Option(96, help="Tokens per model turn."),
     seed: int | None = typer.Option(None, help="Sampling seed (with --temperature)."),
     temperature: float = typer.Option(0.0, help="Sampling temperature (0: deterministic)."),
+    argument_check: bool = typer.Option(
+        True,
+        "--argument-check/--no-argument-check",
+        help="Put back the brackets a calculator expression dropped from the question.",
+    ),
 ) -> None:
     """A short tool loop on the embedded SmolLM2 model with weather, time and calculator tools.
 
@@ -125,15 +130,16 @@ def demo(
     questions = question or list(DEMO_QUESTIONS)
     for text in questions:
         console.print(f"\n[bold]user[/] {text}")
-        check = expression_check(text)
+        check = expression_check(text) if argument_check else None
         asked = time.perf_counter()
 
         def show(event: Any, check: Any = check) -> None:
             from tooluse.loop import ToolExecutionFinished
 
             # the check runs once the call has started, so its note comes before the result
-            if isinstance(event, ToolExecutionFinished) and event.call.id in check.corrections:
-                written, fixed = check.corrections[event.call.id]
+            corrections = check.corrections if check is not None else {}
+            if isinstance(event, ToolExecutionFinished) and event.call.id in corrections:
+                written, fixed = corrections[event.call.id]
                 console.print(
                     f"  [yellow]argument check[/] the model wrote {written!r}, which drops the "
                     f"question's brackets; corrected to {fixed!r}",

@@ -136,12 +136,33 @@ def _with_lora(rest: str, options: dict[str, Any]) -> str:
     return model
 
 
+def trained_options() -> dict[str, Any]:
+    """The ``LlamaCppBackend`` options of ``local:trained``: the shipped adapter at half
+    strength, writing the calls and answers, while the untouched model judges whether a
+    request needs a call (its ``default`` decider for a request's first step, its scores, its
+    tool ranking for the first call, its own call under the grounding check)."""
+    from tooluse.local.decision import decider_named
+    from tooluse.local.model_files import trained_adapter_path
+
+    return {
+        "lora_path": trained_adapter_path(),
+        "lora_scale": 0.5,
+        "decider": decider_named("default-then-model"),
+        "narrow_tools": "first",
+        "judge": "base",
+    }
+
+
 def _local_factory(rest: str, **options: Any) -> Any:
     """``load_model("local")``: the embedded SmolLM2 (``rest`` may name a GGUF path);
+    ``"local:trained"`` adds the shipped adapter with the settings it was measured with
+    (:func:`trained_options`; ``#key=value`` suffixes override them);
     ``"local:#lora=PATH"`` adds a GGUF LoRA adapter (``tooluse train`` writes them),
     ``"local:#n_ctx=8192"`` sets the context length."""
     LlamaCppBackend = __getattr__("LlamaCppBackend")  # a missing extra is named, not a raw error
     rest = _with_lora(rest, options)
+    if rest == "trained":
+        return LlamaCppBackend.default(**{**trained_options(), **options})
     if rest in ("", "default"):  # "local", "local:" and "local:default" name the embedded model
         return LlamaCppBackend.default(**options)
     return LlamaCppBackend(rest, **options)

@@ -8,7 +8,6 @@ streaming) go through one generator, :meth:`LlamaCppBackend.stream`.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -24,6 +23,7 @@ from tooluse.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from tooluse.local.call_shape import call_budget, call_grammar_text
 from tooluse.local.chat_prompt import ChatTemplateError, render_prompt
 from tooluse.local.decision import (
     DECIDERS,
@@ -34,18 +34,13 @@ from tooluse.local.decision import (
     narrowed_tools,
 )
 from tooluse.local.decoding import DecodeSettings, GrammarSampler, TokenLoop
-from tooluse.local.grammar import (
-    GrammarBuilder,
-    gbnf_literal,
-    minimal_instance,
-    tool_call_rules,
-)
 from tooluse.local.grounding import GroundingCheck
 from tooluse.local.model_files import check_lora_path, check_model_path, default_model_path
 from tooluse.local.profiles import ToolPromptProfile, profile_for
 from tooluse.local.runtime import import_llama_cpp
+from tooluse.local.side_contexts import SideContexts
 from tooluse.local.threads import default_threads, llama_thread_options
-from tooluse.messages import ChatMessage, ToolCall, Usage
+from tooluse.messages import ChatMessage, Usage
 from tooluse.providers.base import (
     BaseBackend,
     GenerationDone,
@@ -63,13 +58,6 @@ from tooluse.tools.definition import ToolDefinition
 __all__ = ["LlamaCppBackend", "TurnPlan"]
 
 DEFAULT_MAX_TOKENS = 256
-MAX_PARALLEL_CALLS = 4
-SCORING_CONTEXT = 1024
-# Strings in constrained calls end within this many characters (unless the schema says
-# otherwise), so a model looping inside an argument still closes a valid call.
-CALL_MAX_STRING_LENGTH = 120
-# Token allowance per argument value in a call's own budget (on top of the closing reserve).
-CALL_TOKENS_PER_VALUE = 40
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,7 +143,9 @@ class LlamaCppBackend(BaseBackend):
       adapter, in contexts of their own; the adapter writes the calls and answers, and
       :class:`~tooluse.local.decision.ModelDecider` still reads the adapted model. An adapter
       trained on one kind of task starts a call for nearly every request; the untouched
-      model's judgement of whether a request needs a tool does not move.
+      model's judgement of whether a request needs a tool does not move. With ``grounding``,
+      an ``auto`` turn's first call of a request also stands only when the base model's own
+      call for the turn (same prompt and grammar, in the judging context) passes the check.
     """
 
     def __init__(  # noqa: PLR0913 - the backend's settings, keyword-only after the model
@@ -231,9 +221,9 @@ class LlamaCppBackend(BaseBackend):
         self.grounding = grounding
         self.judge = judge
         self.lora_scale = lora_scale
-        self._threads = threads
-        self._scoring: TokenLoop | None = None
-        self._judging: TokenLoop | None = None
+        self._sides = SideContexts(
+            model_path=path, lora_path=lora, lora_scale=lora_scale, judge=judge, threads=threads
+        )
         self._last_tool_ranking: Any = None
         self._lock = threading.RLock()
         self._grammars: dict[str, GrammarSampler] = {}
@@ -278,6 +268,8 @@ class LlamaCppBackend(BaseBackend):
             suffixes += "#judge=base"
         if self.lora_path is not None and self.lora_scale != 1.0:
             suffixes += f"#lora_scale={self.lora_scale:g}"
+        if embedded and suffixes == _trained_suffixes():
+            return "local:trained"
         return f"{spec}{':' if embedded and suffixes else ''}{suffixes}"
 
     @property
@@ -301,31 +293,13 @@ class LlamaCppBackend(BaseBackend):
         main context's prompt cache untouched. Created on first use; with ``judge="base"`` it
         has no adapter.
         """
-        if self._scoring is None:
-            self._scoring = TokenLoop(self._side_context(SCORING_CONTEXT, logits_all=True))
-        return self._scoring
+        return self._sides.scoring()
 
     def judging_loop(self) -> TokenLoop:
         """The context the marker decider reads: the main one, or with ``judge="base"`` and
         an adapter, a context of the base model alone, as long as the main one (created on
         first use; it evaluates the tool prompt a second time)."""
-        if self.judge != "base" or self.lora_path is None:
-            return self.loop
-        if self._judging is None:
-            self._judging = TokenLoop(self._side_context(self.loop.n_ctx, logits_all=False))
-        return self._judging
-
-    def _side_context(self, n_ctx: int, *, logits_all: bool) -> Any:
-        judged_on_adapter = self.lora_path is not None and self.judge != "base"
-        return import_llama_cpp().Llama(
-            model_path=str(self.model_path),
-            lora_path=str(self.lora_path) if judged_on_adapter else None,
-            lora_scale=self.lora_scale,
-            n_ctx=n_ctx,
-            logits_all=logits_all,
-            **llama_thread_options(self._threads),
-            verbose=False,
-        )
+        return self._sides.judging(self.loop)
 
     def close(self) -> None:
         """Free the model and its grammars now rather than at garbage collection."""
@@ -333,12 +307,10 @@ class LlamaCppBackend(BaseBackend):
             for grammar in self._grammars.values():
                 grammar.close()
             self._grammars.clear()
-            sides = [side.llm for side in (self._scoring, self._judging) if side is not None]
-            for llm in (self.llm, *sides):
-                close = getattr(llm, "close", None)
-                if callable(close):
-                    close()
-            self._scoring = self._judging = None
+            self._sides.close()
+            close = getattr(self.llm, "close", None)
+            if callable(close):
+                close()
 
     # -- prompt -------------------------------------------------------------------------------
 
@@ -419,25 +391,7 @@ class LlamaCppBackend(BaseBackend):
 
     def call_grammar_text(self, tools: Sequence[ToolDefinition], parallel: bool = False) -> str:
         """GBNF text that matches one turn of calls to ``tools`` in this profile's format."""
-        builder = GrammarBuilder(
-            strict=self.strict_grammar,
-            max_string_length=CALL_MAX_STRING_LENGTH,
-            plain_string_start=True,
-        )
-        call = tool_call_rules(builder, [(t.name, t.parameters_schema) for t in tools])
-        profile = self.profile
-        if profile.list_form:
-            more = f"( {gbnf_literal(profile.separator)} {call} ){{0,{MAX_PARALLEL_CALLS - 1}}}"
-            body = f"{call} {more}" if parallel else call
-            builder.set_root(f"{gbnf_literal(profile.open)} {body} {gbnf_literal(profile.close)}")
-        else:
-            one = builder.add_rule(
-                "wrapped-call", f"{gbnf_literal(profile.open)} {call} {gbnf_literal(profile.close)}"
-            )
-            sep = gbnf_literal(profile.separator)
-            more = f"( {sep} {one} ){{0,{MAX_PARALLEL_CALLS - 1}}}"
-            builder.set_root(f"{one} {more}" if parallel else one)
-        return builder.render()
+        return call_grammar_text(self.profile, tools, parallel=parallel, strict=self.strict_grammar)
 
     # -- generation ---------------------------------------------------------------------------
 
@@ -531,7 +485,26 @@ class LlamaCppBackend(BaseBackend):
         if not calls:
             return None
         review = self.grounding.review(messages, calls, turn.plan.tools)
-        return None if review.call else review.reason
+        if not review.call:
+            return review.reason
+        return self._judge_ungrounded(turn, messages)
+
+    def _judge_ungrounded(self, turn: _Turn, messages: Sequence[ChatMessage]) -> str | None:
+        """With ``judge="base"``, why the base model's own call for the turn is refused by
+        ``grounding`` (``None``: it stands, or there is no separate judge).
+
+        An adapter trained to copy a request's values into its calls also copies them into a
+        near-topic call the request does not need, so its calls pass the check more often;
+        whether a call is guessed is part of the judgement the untouched model keeps."""
+        judging = self.judging_loop()
+        if judging is self.loop or self.grounding is None or latest_request(messages)[1]:
+            return None
+        pieces = [step.text for step in judging.run(turn.prompt, turn.settings, turn.grammar)]
+        calls = self.profile.parse_constrained("".join(pieces)).calls
+        if not calls:
+            return None
+        review = self.grounding.review(messages, calls, turn.plan.tools)
+        return None if review.call else "the base model's call: " + review.reason
 
     def _text_turn(
         self, messages: Sequence[ChatMessage], params: SamplingParams, reason: str
@@ -627,24 +600,10 @@ class LlamaCppBackend(BaseBackend):
     def call_budget(
         self, tools: Sequence[ToolDefinition], parallel: bool = False
     ) -> tuple[int, int]:
-        """``(budget, reserve)`` in tokens for one constrained turn of calls to ``tools``.
-
-        ``reserve`` covers writing the longest tool's call from scratch with the shortest
-        allowed values (so from any point of a call its end fits in it); ``budget`` adds
-        ``CALL_TOKENS_PER_VALUE`` per argument value. The budget replaces a smaller caller
-        ``max_tokens``: a call must not be cut off to honour a limit meant for text.
-        """
-        budget = reserve = 0
-        for tool in tools:
-            schema = tool.parameters_schema
-            skeleton = self.profile.render_calls(
-                [ToolCall(name=tool.name, arguments=minimal_instance(schema) or {})]
-            )
-            # forced literals may come out in smaller pieces than the natural tokenization
-            need = (3 * self.count_tokens(skeleton)) // 2 + 4
-            reserve = max(reserve, need)
-            budget = max(budget, need + CALL_TOKENS_PER_VALUE * max(1, count_values(schema)))
-        return (budget * MAX_PARALLEL_CALLS if parallel else budget), reserve
+        """``(budget, reserve)`` in tokens for one constrained turn of calls to ``tools``
+        (:func:`~tooluse.local.call_shape.call_budget`). The budget replaces a smaller caller
+        ``max_tokens``: a call must not be cut off to honour a limit meant for text."""
+        return call_budget(self.profile, self.count_tokens, tools, parallel)
 
     def _call_settings(
         self,
@@ -691,19 +650,12 @@ class LlamaCppBackend(BaseBackend):
         return f"LlamaCppBackend(model={self.model_name!r}, profile={self.profile.name!r})"
 
 
-def count_values(schema: Any, depth: int = 0) -> int:
-    """How many leaf values (strings, numbers...) the properties of ``schema`` hold, nested
-    objects and array items included once."""
-    if not isinstance(schema, dict) or depth > 8:
-        return 1
-    props = schema.get("properties")
-    if isinstance(props, dict) and props:
-        return sum(count_values(sub, depth + 1) for sub in props.values())
-    if isinstance(schema.get("items"), dict):
-        return count_values(schema["items"], depth + 1)
-    return 1
+def _trained_suffixes() -> str:
+    """The model-string suffixes ``local:trained`` stands for (see ``trained_options``)."""
+    from tooluse.local.model_files import trained_adapter_path
 
-
-def describe_tools(tools: Sequence[ToolDefinition]) -> str:
-    """Compact JSON of the tools, as listed in prompts."""
-    return json.dumps([t.to_openai_schema() for t in tools], ensure_ascii=False)
+    try:
+        path = trained_adapter_path()
+    except BackendError:
+        return "-"  # no shipped adapter: nothing is spelled "local:trained"
+    return f"#lora={path}#decider=default-then-model#narrow=first#judge=base#lora_scale=0.5"

