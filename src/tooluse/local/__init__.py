@@ -141,16 +141,11 @@ def trained_options() -> dict[str, Any]:
     strength, writing the calls and answers, while the untouched model judges whether a
     request needs a call (its ``default`` decider for a request's first step, its scores, its
     tool ranking for the first call, its own call under the grounding check)."""
-    from tooluse.local.decision import decider_named
-    from tooluse.local.model_files import trained_adapter_path
+    from tooluse.local.model_files import TRAINED_SETTINGS, trained_adapter_path
 
-    return {
-        "lora_path": trained_adapter_path(),
-        "lora_scale": 0.5,
-        "decider": decider_named("default-then-model"),
-        "narrow_tools": "first",
-        "judge": "base",
-    }
+    options: dict[str, Any] = {}
+    _with_lora(f"#lora={trained_adapter_path()}{TRAINED_SETTINGS}", options)
+    return options
 
 
 def _local_factory(rest: str, **options: Any) -> Any:

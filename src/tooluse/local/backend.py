@@ -651,11 +651,11 @@ class LlamaCppBackend(BaseBackend):
 
 
 def _trained_suffixes() -> str:
-    """The model-string suffixes ``local:trained`` stands for (see ``trained_options``)."""
-    from tooluse.local.model_files import trained_adapter_path
+    """The model-string suffixes ``local:trained`` stands for."""
+    from tooluse.local.model_files import TRAINED_SETTINGS, trained_adapter_path
 
     try:
         path = trained_adapter_path()
     except BackendError:
         return "-"  # no shipped adapter: nothing is spelled "local:trained"
-    return f"#lora={path}#decider=default-then-model#narrow=first#judge=base#lora_scale=0.5"
+    return f"#lora={path}{TRAINED_SETTINGS}"

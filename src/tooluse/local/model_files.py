@@ -14,6 +14,7 @@ __all__ = [
     "DEFAULT_MODEL_FILE",
     "DEFAULT_MODEL_PACKAGE",
     "TRAINED_ADAPTER_FILE",
+    "TRAINED_SETTINGS",
     "ModelFileError",
     "check_lora_path",
     "default_model_path",
@@ -26,6 +27,8 @@ GGUF_MAGIC = b"GGUF"
 #: The GGUF LoRA ``tooluse train sft`` made for the embedded model (arithmetic teachers), shipped
 #: in this package with its card (``.json`` beside it): ``local:trained`` loads it.
 TRAINED_ADAPTER_FILE = "smollm2-135m-arithmetic.gguf"
+#: The model-string suffixes it was measured with (after ``#lora=``, in ``model_spec``'s order).
+TRAINED_SETTINGS = "#decider=default-then-model#narrow=first#judge=base#lora_scale=0.5"
 
 
 class ModelFileError(BackendError, FileNotFoundError):
