@@ -98,15 +98,17 @@ TRAIN_OUT ?= runs/train
 train: install
 	# The shipped adapter (src/tooluse/local/adapters): SFT on the scripted teachers of
 	# math:arithmetic and three reasoning-gym datasets (train splits); then base against
-	# trained on the test splits (benchmarks/results/train.json), run as local:trained runs it:
-	# the adapter at half strength writes, the untouched model judges.
+	# trained on the test splits (benchmarks/results/train.json), run as `local` runs it: the
+	# adapter at half strength writes the calls, the untouched model judges and writes the text.
 	$(VENV)/bin/tooluse train sft --env math:arithmetic --env reasoning_gym:basic_arithmetic \
 	  --env reasoning_gym:chain_sum --env reasoning_gym:products --size 120 --split train \
 	  --steps 40 --batch-size 8 --learning-rate 3e-4 --max-length 768 --max-minutes 40 \
 	  --out $(TRAIN_OUT)/sft4
 	$(PY) benchmarks/measure_training.py --adapter $(TRAIN_OUT)/sft4/adapter.gguf \
 	  --runs $(TRAIN_OUT)/measure-sft4 --lora-scale 0.5 --decider default-then-model \
-	  --narrow first --judge base --env-tool-choice required
+	  --narrow first --judge base --grounding chain --text base --env-tool-choice required
+	# To ship a new adapter: copy it over src/tooluse/local/adapters/smollm2-135m-arithmetic.gguf
+	# (its card.json as the .json beside it) and measure it with --card on that .json.
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

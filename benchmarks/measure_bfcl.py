@@ -1,10 +1,10 @@
 """The embedded model on every BFCL v4 category, with the official overall score.
 
     python benchmarks/measure_bfcl.py                     # the base model, the README's sample
-    python benchmarks/measure_bfcl.py --label trained --model "local:#lora=x.gguf#n_ctx=8192"
+    python benchmarks/measure_bfcl.py --label trained --model "local:#n_ctx=8192"
 
-The model runs with SmolLM2's full 8,192-token context (``local:#n_ctx=8192``): the multi-turn
-and memory prompts do not fit the default 4,096.
+The untouched model runs with SmolLM2's full 8,192-token context (``local:base#n_ctx=8192``):
+the multi-turn and memory prompts do not fit the default 4,096.
 
 A fixed seeded sample: the single-turn categories (Python, Java, JavaScript, live,
 irrelevance, relevance) 10 entries each from their seed-0 100-entry sample; the multi-turn and
@@ -108,7 +108,7 @@ def figures(runs: Path, seconds: dict[str, float]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default="local:#n_ctx=8192")
+    parser.add_argument("--model", default="local:base#n_ctx=8192")
     parser.add_argument("--label", default="base", help="The key of these figures.")
     parser.add_argument("--runs", type=Path, default=Path("runs/measure-bfcl"))
     parser.add_argument("--out", type=Path, default=RESULTS)

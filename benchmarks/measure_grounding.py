@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    records = run_records("local:#grounding=off", CATEGORIES, args.limit, args.runs / "off")
+    records = run_records("local:base#grounding=off", CATEGORIES, args.limit, args.runs / "off")
     share_of = shares(records)
     on = verdicts_with_check(records, share_of, GROUNDED_SHARE)
     table = compare(records, on)
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.held_out:  # the same sample's next entries, never looked at while writing the rule
         seen = {r["id"] for r in records}
         more = run_records(
-            "local:#grounding=off", CATEGORIES, args.limit + args.held_out, args.runs / "off"
+            "local:base#grounding=off", CATEGORIES, args.limit + args.held_out, args.runs / "off"
         )
         more = [r for r in more if r["id"] not in seen]
         held_out = compare(more, verdicts_with_check(more, shares(more), GROUNDED_SHARE))
@@ -155,14 +155,16 @@ def main(argv: list[str] | None = None) -> int:
     for threshold, row in curve.items():
         print(f"  refused at share <= {threshold}: {row}")
 
-    checked = run_records("local", ("irrelevance", "simple_python"), args.verify, args.runs / "on")
+    checked = run_records(
+        "local:base", ("irrelevance", "simple_python"), args.verify, args.runs / "on"
+    )
     agree = sum(on[r["id"]] == bool(r.get("valid")) for r in checked)
     print(f"verified with the check on: {agree}/{len(checked)} verdicts as computed", flush=True)
     figures: dict[str, Any] = {
         "recorded": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "seconds": round(time.perf_counter() - started, 1),
         "command": " ".join(
-            bfcl_command("local:#grounding=off", CATEGORIES, args.limit, Path("OUT"))
+            bfcl_command("local:base#grounding=off", CATEGORIES, args.limit, Path("OUT"))
         ),
         "grounded_share": GROUNDED_SHARE,
         "categories": table,

@@ -57,7 +57,7 @@ class Evaluation:
     def command(self, model: str, out: Path) -> list[str]:
         """The `tooluse eval` command line for ``model`` writing to ``out``."""
         if self.name.startswith("bfcl:multi_turn"):  # 4-5k-token prompts: the full context
-            model += ("#" if "#" in model else ":#") + "n_ctx=8192"
+            model += ("#" if ":" in model else ":#") + "n_ctx=8192"
         if self.name == "bfcl":
             return [
                 *_tooluse(),
@@ -147,6 +147,30 @@ def measure(evaluation: Evaluation, model: str, out: Path) -> dict[str, Any]:
     return figures
 
 
+#: The trained model's settings with a fixed set of values: name, values, help.
+SETTINGS = (
+    (
+        "narrow",
+        ("on", "off", "first"),
+        "Whether the trained model's calls are held to the best-ranked tool "
+        "(local:#narrow=...; an adapter's default is off).",
+    ),
+    (
+        "judge",
+        ("model", "base"),
+        "Where the trained model's call decisions and tool ranking are read "
+        "(local:#judge=...; base: the untouched model).",
+    ),
+    (
+        "grounding",
+        ("on", "off", "chain"),
+        "The trained model's grounding check (local:#grounding=...; chain: calls after "
+        "tool results too).",
+    ),
+    ("text", ("model", "base"), "Who writes the trained model's text answers (local:#text=...)."),
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--adapter", type=Path, required=True, help="The trained GGUF LoRA.")
@@ -165,22 +189,17 @@ def main(argv: list[str] | None = None) -> int:
         help="How the trained model decides to call (local:#decider=NAME), e.g. 'trained' "
         "for an adapter trained with the relevance teacher.",
     )
-    parser.add_argument(
-        "--narrow",
-        choices=("on", "off", "first"),
-        default=None,
-        help="Whether the trained model's calls are held to the best-ranked tool "
-        "(local:#narrow=...; an adapter's default is off).",
-    )
-    parser.add_argument(
-        "--judge",
-        choices=("model", "base"),
-        default=None,
-        help="Where the trained model's call decisions and tool ranking are read "
-        "(local:#judge=...; base: the untouched model).",
-    )
+    for name, choices, what in SETTINGS:
+        parser.add_argument(f"--{name}", choices=choices, default=None, help=what)
     parser.add_argument(
         "--lora-scale", type=float, default=None, help="The adapter's scale (#lora_scale=X)."
+    )
+    parser.add_argument(
+        "--card",
+        type=Path,
+        default=None,
+        help="An adapter card (JSON) whose 'measured' block gets the test figures written "
+        "(the shipped adapter's card, when it is the adapter measured).",
     )
     parser.add_argument(
         "--env-tool-choice",
@@ -192,14 +211,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.adapter.is_file():
         parser.error(f"no adapter at {args.adapter}")
-    trained = f"local:#lora={args.adapter}"
+    trained = f"local:base#lora={args.adapter}"
     trained += f"#lora_scale={args.lora_scale:g}" if args.lora_scale is not None else ""
     trained += f"#decider={args.decider}" if args.decider else ""
     trained += f"#narrow={args.narrow}" if args.narrow else ""
     trained += f"#judge={args.judge}" if args.judge else ""
+    trained += f"#grounding={args.grounding}" if args.grounding else ""
+    trained += f"#text={args.text}" if args.text else ""
     # "base" has the local backend's grounding check (the default); "base-unchecked" is the
     # base model as the table's older columns measured it, before the check existed
-    every = {"base": "local", "base-unchecked": "local:#grounding=off", "trained": trained}
+    every = {"base": "local:base", "base-unchecked": "local:base#grounding=off", "trained": trained}
     models = {k: v for k, v in every.items() if k in args.models.split(",")}
     evaluations = [
         e if e.name.startswith("bfcl") else replace(e, tool_choice=args.env_tool_choice)
@@ -218,28 +239,71 @@ def main(argv: list[str] | None = None) -> int:
                 setting += f"-decider-{args.decider}" if args.decider else ""
                 setting += f"-narrow-{args.narrow}" if args.narrow else ""
                 setting += f"-judge-{args.judge}" if args.judge else ""
+                setting += f"-grounding-{args.grounding}" if args.grounding else ""
+                setting += f"-text-{args.text}" if args.text else ""
             out = args.runs / f"{evaluation.name.replace(':', '-')}-{label}{setting}"
-            row[label] = measure(evaluation, model, out)
+            figures = measure(evaluation, model, out)
+            earlier = row.get(label) or {}
+            if not figures.get("items_per_minute") and earlier.get("items_per_minute"):
+                # a resumed run that had nothing left to do: the timing of the run that did it
+                figures["items_per_minute"] = earlier["items_per_minute"]
+                figures["wall_seconds"] = earlier["wall_seconds"]
+            row[label] = figures
         table[evaluation.name] = row
         _write(args, table)
     return 0
 
 
+def measured_block(record: dict[str, Any], model: str) -> dict[str, Any]:
+    """The ``measured`` block of an adapter card: ``[correct, total]`` per evaluation and
+    model (BFCL per category and in all), from a ``train.json`` record."""
+    evaluations: dict[str, Any] = {}
+    for name, row in record["evaluations"].items():
+        if name == "bfcl":
+            categories = next(iter(row.values())).get("categories", {})
+            for category in categories:
+                evaluations[f"bfcl:{category}"] = {
+                    label: [
+                        cell["categories"][category]["correct"],
+                        cell["categories"][category]["total"],
+                    ]
+                    for label, cell in row.items()
+                }
+        evaluations[name] = {label: [cell["correct"], cell["total"]] for label, cell in row.items()}
+    return {
+        "model": model,
+        "split": record["split"],
+        "source": "benchmarks/results/train.json",
+        "evaluations": evaluations,
+    }
+
+
 def _write(args: argparse.Namespace, table: dict[str, Any]) -> None:
     card = args.adapter.parent / "card.json"
+    if not card.is_file():  # the shipped adapter's card is named after it
+        card = args.adapter.with_suffix(".json")
+    training = json.loads(card.read_text()) if card.is_file() else None
+    if training is not None:
+        training.pop("measured", None)  # the figures this record holds itself
     record = {
         "adapter": str(args.adapter),
         "adapter_bytes": args.adapter.stat().st_size,
-        "card": json.loads(card.read_text()) if card.is_file() else None,
+        "card": training,
         "split": "test",
         "decider": args.decider or "model",
         "narrow": args.narrow or "off",
         "judge": args.judge or "model",
+        "grounding": args.grounding or "on",
+        "text": args.text or "model",
         "env_tool_choice": args.env_tool_choice,
         "lora_scale": args.lora_scale if args.lora_scale is not None else 1.0,
         "evaluations": table,
     }
     args.out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    if args.card is not None:
+        shipped = json.loads(args.card.read_text(encoding="utf-8"))
+        shipped["measured"] = measured_block(record, "local")
+        args.card.write_text(json.dumps(shipped, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -80,7 +80,7 @@ def _change(row: dict[str, Any]) -> str:
     if "base" not in row or "trained" not in row:
         return ""
     points = (row["trained"]["rate"] - row["base"]["rate"]) * 100
-    return f"{points:+.0f}"
+    return f"{round(points):+d}"  # "+0", never "-0", for a change under half a point
 
 
 def _train_rows(evaluations: dict[str, Any]) -> list[str]:
@@ -115,7 +115,7 @@ def render_train(r: Any) -> str:
     card = record.get("card") or {}
     metrics = card.get("metrics", {})
     lines = [
-        "| `benchmarks/results/train.json` | base | trained | points |",
+        "| `benchmarks/results/train.json` | base (`local:base`) | trained (`local`) | points |",
         "|---|---|---|---|",
         *_train_rows(record["evaluations"]),
         "",
@@ -124,8 +124,8 @@ def render_train(r: Any) -> str:
         f"{card.get('wall_seconds', 0) / 60:.0f} minutes "
         f"({metrics.get('tokens_per_second', '?')} training tokens/s), "
         f"loss {metrics.get('loss_first', 0):.3f} -> {metrics.get('loss_last', 0):.3f}; "
-        f"the trained model ran as `local:#lora=A{_train_setting(record)}`; both models played "
-        f"the environments with `--tool-choice {record.get('env_tool_choice', 'auto')}`.",
+        f"the base model ran as `local:base`, the trained one as "
+        f"`local:base#lora=A{_train_setting(record)}`; both models played the environments with `--tool-choice {record.get('env_tool_choice', 'auto')}`.",
     ]
     return "\n".join(lines)
 
@@ -134,7 +134,14 @@ def _train_setting(record: dict[str, Any]) -> str:
     """The model-string suffixes the trained column ran with (defaults left out)."""
     scale = record.get("lora_scale", 1.0)
     setting = f"#lora_scale={scale:g}" if scale != 1.0 else ""
-    for key, default in (("decider", "model"), ("narrow", "off"), ("judge", "model")):
+    keys = (
+        ("decider", "model"),
+        ("narrow", "off"),
+        ("grounding", "on"),
+        ("judge", "model"),
+        ("text", "model"),
+    )
+    for key, default in keys:
         value = record.get(key, default)
         setting += f"#{key}={value}" if value != default else ""
     return setting

@@ -485,22 +485,23 @@ def _right(answers: dict[str, bool]) -> str:
 
 def rows_demo(r: Results) -> list[str]:
     f = r.figures("demo")
-    helped, plain = f["helped"], f["unhelped"]
-    sampled = helped["temperature_0.7_of_10"]
+    trained, base = f["trained"], f["base"]
+    plain = trained["unhelped"]
+    n = len(plain["temperature_0"])
     return [
         _row(
             "demo",
-            f"`tooluse demo` answers right, {len(helped['temperature_0'])} questions, "
-            "temperature 0",
-            f"{_right(helped['temperature_0'])} with the argument check",
-            f"without it: {_right(plain['temperature_0'])}",
+            f"`tooluse demo` answers right, {n} questions, temperature 0, no argument check",
+            f"`local`: {_right(plain['temperature_0'])}",
+            f"`local:base`: {_right(base['unhelped']['temperature_0'])} "
+            f"({_right(base['helped']['temperature_0'])} with the check)",
         ),
         _row(
             "demo",
             "same, temperature 0.7, 10 seeds",
-            f"{sum(sampled.values())}/{10 * len(sampled)}",
-            f"without the check: {sum(plain['temperature_0.7_of_10'].values())}"
-            f"/{10 * len(sampled)}",
+            f"{sum(plain['temperature_0.7_of_10'].values())}/{10 * n}",
+            f"{sum(base['unhelped']['temperature_0.7_of_10'].values())}/{10 * n} "
+            f"({sum(base['helped']['temperature_0.7_of_10'].values())}/{10 * n} with the check)",
         ),
     ]
 
@@ -582,18 +583,21 @@ def render_benchmarks(r: Results) -> str:
 
 def render_demo(r: Results) -> str:
     f = r.figures("demo")
-    helped, plain = f["helped"], f["unhelped"]
+    trained, base = f["trained"], f["base"]
     per_question = ", ".join(
-        f"“{question}” {count}/10 with the check "
-        f"({plain['temperature_0.7_of_10'][question]}/10 without)"
-        for question, count in helped["temperature_0.7_of_10"].items()
+        f"“{question}” {count}/10 (`local:base`: "
+        f"{base['unhelped']['temperature_0.7_of_10'][question]}/10, "
+        f"{base['helped']['temperature_0.7_of_10'][question]}/10 with the check)"
+        for question, count in trained["unhelped"]["temperature_0.7_of_10"].items()
     )
     return (
         "How right the demo is (`benchmarks/bench_demo.py`, figures from "
-        "`benchmarks/results/demo.json`): at temperature 0, as the demo runs, "
-        f"{_right(helped['temperature_0'])} answers are right with the argument check and "
-        f"{_right(plain['temperature_0'])} without it. Sampled at temperature 0.7 with 10 seeds, "
-        f"the 135M model is far less steady: {per_question}."
+        "`benchmarks/results/demo.json`): at temperature 0, as the demo runs (`local`, no "
+        f"argument check), {_right(trained['unhelped']['temperature_0'])} answers are right "
+        f"({_right(trained['helped']['temperature_0'])} with the check); the untouched model "
+        f"(`local:base`) gets {_right(base['unhelped']['temperature_0'])} without the check and "
+        f"{_right(base['helped']['temperature_0'])} with it. Sampled at temperature 0.7 with 10 "
+        f"seeds, the 135M model is far less steady: {per_question}."
     )
 
 

@@ -23,7 +23,7 @@ def test_local_model_round_trips(tmp_path):
 
     backend = LlamaCppBackend.default(n_ctx=256)
     try:
-        assert backend.model_spec == "local"
+        assert backend.model_spec == "local:base"
         loaded = round_trip(tmp_path, backend)
         assert isinstance(loaded.backend, LlamaCppBackend)
         assert loaded.backend.model_path == backend.model_path

@@ -104,6 +104,20 @@ def test_demo_runs_a_real_tool_loop():
 
 
 @pytest.mark.slow
+def test_demo_is_right_on_the_calculator_without_the_argument_check():
+    """The default model (the shipped adapter) keeps the brackets itself; the untouched model
+    drops them, and the check (off by default) puts them back."""
+    question = "What is 12 * (3 + 4)?"
+    plain = runner.invoke(app, ["demo", "-q", question])
+    assert plain.exit_code == 0, plain.output
+    assert "→ call calculate(expression='12 * (3 + 4)')" in plain.output
+    assert "argument check" not in plain.output and "1/1 answers right" in plain.output
+    checked = runner.invoke(app, ["demo", "-m", "local:base", "--argument-check", "-q", question])
+    assert checked.exit_code == 0, checked.output
+    assert "argument check" in checked.output and "1/1 answers right" in checked.output
+
+
+@pytest.mark.slow
 def test_chat_reads_piped_stdin(tools_file):
     result = runner.invoke(
         app,

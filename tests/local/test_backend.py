@@ -117,6 +117,55 @@ def test_an_auto_call_the_request_does_not_ground_becomes_a_text_answer(backend,
     ]
 
 
+def test_a_refused_repeat_hands_the_result_to_the_terminal_tool_or_answers_in_text(backend):
+    from dataclasses import dataclass
+
+    from tooluse.local.decision import ToolDecision
+    from tooluse.local.grounding import REPEATED_CALLS, GroundingCheck
+
+    @dataclass(frozen=True, kw_only=True)
+    class EveryCallRepeats(GroundingCheck):
+        """Says of every call after tool results that it repeats the turn before's."""
+
+        def review(self, messages, calls, tools=()):
+            return ToolDecision(call=False, reason=REPEATED_CALLS)
+
+    class CallOn:
+        """Calls after tool results too (``AlwaysCall`` answers once they are in)."""
+
+        def decide(self, backend, messages, tools):
+            return ToolDecision(call=True, reason="call on")
+
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    def submit_answer(answer: str) -> str:
+        """Submit the final answer."""
+        return answer
+
+    adding = ToolDefinition.from_callable(add)
+    submit = ToolDefinition.from_callable(submit_answer, is_terminal=True)
+    call = ToolCall(name="add", arguments={"a": 2, "b": 3})
+    history = [
+        ChatMessage.user("What is 2 + 3? Use add, then submit_answer."),
+        ChatMessage.assistant(tool_calls=[call]),
+        ChatMessage.tool_result(ToolResult(call_id=call.id, tool_name="add", output="5")),
+    ]
+    original = (backend.decider, backend.grounding)
+    try:
+        backend.decider, backend.grounding = CallOn(), EveryCallRepeats()
+        handed_in = backend.generate(history, [adding, submit], SHORT, "auto")
+        answered = backend.generate(history, [adding], SHORT, "auto")
+    finally:
+        backend.decider, backend.grounding = original
+    assert [c.name for c in handed_in.tool_calls] == ["submit_answer"]
+    assert handed_in.raw["plan"] == f"{REPEATED_CALLS}: the terminal tool"
+    assert handed_in.raw["refused_calls"]  # the refused turn's text is kept
+    assert not answered.tool_calls and answered.text
+    assert answered.raw["plan"] == f"{REPEATED_CALLS}: answered in text"
+
+
 def test_auto_answers_once_tool_results_are_in(backend, tools):
     call = ToolCall(name="get_weather", arguments={"city": "Paris"})
     history = [

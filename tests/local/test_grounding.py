@@ -95,13 +95,41 @@ def test_the_check_refuses_a_guessed_call_and_keeps_the_others():
     assert check.review(answered, [call(answer="42")]).call
 
 
+def test_after_results_the_chain_check_refuses_repeats_and_guesses_and_keeps_the_chain():
+    from tooluse.local.grounding import REPEATED_CALLS, repeats_last_calls
+
+    check = GroundingCheck(after_results=True)
+    asked = [ChatMessage(role="user", content="What is 12 * (3 + 4)?")]
+    first = call(expression="12 * (3 + 4)")
+    answered = [
+        *asked,
+        ChatMessage(role="assistant", content="", tool_calls=(first,)),
+        ChatMessage.tool_result(ToolResult(call_id="c1", tool_name="f", output="84")),
+    ]
+    again = check.review(answered, [ToolCall(id="c9", name="f", arguments=dict(first.arguments))])
+    assert not again.call and again.reason == REPEATED_CALLS
+    assert repeats_last_calls(answered, [first]) and not repeats_last_calls(asked, [first])
+    guessed = check.review(answered, [call(city="Paris")])  # nothing asked for Paris
+    assert not guessed.call and "0% of the call's values" in guessed.reason
+    assert check.review(answered, [call(answer=84)]).call  # the result submitted: the chain
+    assert check.review(answered, [call(expression="84 - 4 * 3")]).call
+    # the same call after a different one is a new step, not a repeat
+    other = [*answered[:2], ChatMessage(role="assistant", content="", tool_calls=(call(x=7),))]
+    assert not repeats_last_calls(other, [first])
+    # without after_results the chain's calls stand whatever they are
+    assert GroundingCheck().review(answered, [call(city="Paris")]).call
+
+
 def test_model_strings_turn_the_check_on_and_off():
-    from tooluse.local import _with_lora
+    from tooluse.local.model_strings import parse_local_options
 
     off: dict = {}
     on: dict = {}
-    assert _with_lora("#grounding=off", off) == "" and off == {"grounding": None}
-    _with_lora("#grounding=on", on)
+    chain: dict = {}
+    assert parse_local_options("#grounding=off", off) == "" and off == {"grounding": None}
+    parse_local_options("#grounding=on", on)
     assert on["grounding"] == GroundingCheck()
-    with pytest.raises(ValueError, match="#grounding=on\\|off"):
-        _with_lora("#grounding=maybe", {})
+    parse_local_options("#grounding=chain", chain)
+    assert chain["grounding"] == GroundingCheck(after_results=True)
+    with pytest.raises(ValueError, match="#grounding=on\\|off\\|chain"):
+        parse_local_options("#grounding=maybe", {})

@@ -146,65 +146,65 @@ def test_model_strings_name_an_adapter_and_round_trip(tmp_path):
     from tooluse.providers.model_registry import load_model
 
     adapter = _smollm_adapter(tmp_path / "a.gguf")
-    backend = load_model(f"local:#lora={adapter}", n_ctx=256)
+    backend = load_model(f"local:base#lora={adapter}", n_ctx=256)
     try:
         assert backend.lora_path == adapter
-        assert backend.model_spec == f"local:#lora={adapter}"
+        assert backend.model_spec == f"local:base#lora={adapter}"
         again = load_model(backend.model_spec, n_ctx=256)
         assert again.lora_path == adapter
         again.close()
-        spec = f"local:#lora={adapter}#decider=trained#narrow=on"
+        spec = f"local:base#lora={adapter}#decider=trained#narrow=on"
         trained = load_model(spec, n_ctx=256)
         assert trained.model_spec == spec and trained.narrow_tools
         trained.close()
-        spec = f"local:#lora={adapter}#decider=default-then-model"
+        spec = f"local:base#lora={adapter}#decider=default-then-model"
         stepwise = load_model(spec, n_ctx=256)
         assert stepwise.model_spec == spec and not stepwise.narrow_tools
         stepwise.close()
-        spec = f"local:#lora={adapter}#lora_scale=0.5"
+        spec = f"local:base#lora={adapter}#lora_scale=0.5"
         halved = load_model(spec, n_ctx=256)
         assert halved.model_spec == spec and halved.lora_scale == 0.5
         halved.close()
     finally:
         backend.close()
     with pytest.raises(ValueError, match="#lora= needs the path"):
-        load_model("local:#lora=")
+        load_model("local:base#lora=")
 
 
 def test_model_strings_set_the_context_length_and_refuse_unknown_options():
-    from tooluse.local import _with_lora
+    from tooluse.local.model_strings import parse_local_options
 
     options: dict = {}
-    assert _with_lora("#lora=a.gguf#n_ctx=8192", options) == ""
+    assert parse_local_options("#lora=a.gguf#n_ctx=8192", options) == ""
     assert options == {"lora_path": "a.gguf", "n_ctx": 8192}
     for bad in ("#n_ctx=big", "#n_ctx=0", "#threads=2", "#decider"):
         with pytest.raises(ValueError, match="takes #lora=PATH, #n_ctx=N"):
-            _with_lora(bad, {})
+            parse_local_options(bad, {})
     chosen: dict = {}
-    assert _with_lora("#lora=a.gguf#decider=trained", chosen) == ""
+    assert parse_local_options("#lora=a.gguf#decider=trained", chosen) == ""
     assert type(chosen["decider"]).__name__ == "TrainedDecider"
     scaled: dict = {}
-    assert _with_lora("#lora=a.gguf#lora_scale=0.5", scaled) == ""
+    assert parse_local_options("#lora=a.gguf#lora_scale=0.5", scaled) == ""
     assert scaled["lora_scale"] == 0.5
     for bad in ("#lora_scale=lots", "#lora_scale=-1", "#lora_scale=9"):
         with pytest.raises(ValueError, match=r"#lora_scale=X \(0 to 4\)"):
-            _with_lora(bad, {})
+            parse_local_options(bad, {})
     stepwise: dict = {}
-    _with_lora("#decider=default-then-model", stepwise)
+    parse_local_options("#decider=default-then-model", stepwise)
     decider = stepwise["decider"]
     # the untouched model's combination for a first step, the model's odds after results
     assert [type(d).__name__ for d in decider.ask.deciders] == ["MarkerDecider", "RelevanceDecider"]
     assert type(decider.then).__name__ == "ModelDecider"
     narrowed: dict = {}
-    _with_lora("#narrow=on", narrowed)
-    _with_lora("#narrow=off", chosen)
+    parse_local_options("#narrow=on", narrowed)
+    parse_local_options("#narrow=off", chosen)
     assert narrowed["narrow_tools"] is True and chosen["narrow_tools"] is False
-    _with_lora("#narrow=first", narrowed)
+    parse_local_options("#narrow=first", narrowed)
     assert narrowed["narrow_tools"] == "first"
     with pytest.raises(ValueError, match="#narrow=on|off|first"):
-        _with_lora("#narrow=maybe", {})
+        parse_local_options("#narrow=maybe", {})
     with pytest.raises(ValueError, match="no decider 'psychic'; deciders: default, model"):
-        _with_lora("#decider=psychic", {})
+        parse_local_options("#decider=psychic", {})
 
 
 @pytest.mark.slow
@@ -253,7 +253,7 @@ def test_judge_base_reads_call_decisions_and_the_ranking_from_the_untouched_mode
     adapter = _smollm_adapter(tmp_path / "a.gguf")
     plain = LlamaCppBackend.default(n_ctx=1024)
     adapted = LlamaCppBackend.default(n_ctx=1024, lora_path=adapter)
-    judged = load_model(f"local:#lora={adapter}#judge=base", n_ctx=1024)
+    judged = load_model(f"local:base#lora={adapter}#judge=base", n_ctx=1024)
     unscaled = LlamaCppBackend.default(n_ctx=1024, lora_path=adapter, lora_scale=0.0)
     tools = [
         ToolDefinition.from_schema(name, {"type": "object", "properties": {}}, description=text)
@@ -337,3 +337,41 @@ def test_judge_base_refuses_a_first_call_when_the_base_models_own_call_is_guesse
     finally:
         for backend in (*backends.values(), plain):
             backend.close()
+
+
+@pytest.mark.slow
+def test_text_base_writes_text_answers_with_the_untouched_model_and_calls_with_the_adapter(
+    tmp_path,
+):
+    from tooluse.local.backend import LlamaCppBackend
+    from tooluse.messages import ChatMessage
+    from tooluse.providers.base import SamplingParams
+    from tooluse.tools.definition import ToolDefinition
+
+    adapter = _smollm_adapter(tmp_path / "a.gguf")
+    plain = LlamaCppBackend.default(n_ctx=1024)
+    adapted = LlamaCppBackend.default(n_ctx=1024, lora_path=adapter)
+    written = LlamaCppBackend.default(n_ctx=1024, lora_path=adapter, text="base")
+    add = ToolDefinition.from_schema(
+        "add",
+        {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
+        description="Add two numbers",
+    )
+    history = [ChatMessage.user("Tell me about Paris in one sentence.")]
+    params = SamplingParams(max_tokens=24)
+    try:
+        texts = [b.generate(history, params=params).text for b in (plain, adapted, written)]
+        assert texts[2] == texts[0] and texts[1] != texts[0]  # the base model's words
+        assert written.text_loop() is not written.loop and adapted.text_loop() is adapted.loop
+        calls = [
+            b.generate(history, [add], params=params, tool_choice="required").tool_calls
+            for b in (adapted, written)
+        ]
+        written_calls = [[(c.name, c.arguments) for c in turn] for turn in calls]
+        assert calls[0] and written_calls[1] == written_calls[0]  # the adapter writes the calls
+        assert written.model_spec.endswith("#text=base")
+    finally:
+        for backend in (plain, adapted, written):
+            backend.close()
+    with pytest.raises(ValueError, match="text must be 'model' or 'base'"):
+        LlamaCppBackend.default(n_ctx=256, text="adapter")  # type: ignore[arg-type]

@@ -54,7 +54,7 @@ def models(
     ),
 ) -> None:
     """List the model prefixes `--model` accepts and the local models found."""
-    from tooluse.errors import MissingDependencyError
+    from tooluse.errors import BackendError, MissingDependencyError
     from tooluse.providers.model_registry import registered_model_prefixes
 
     typer.echo("model prefixes (use as PREFIX:NAME):")
@@ -62,10 +62,14 @@ def models(
         typer.echo(f"  {prefix}")
     typer.echo("local models:")
     try:
-        from tooluse.local.model_files import default_model_path
+        from tooluse.local.model_files import default_model_path, trained_adapter_path
 
-        typer.echo(f"  local  (embedded SmolLM2-135M-Instruct: {default_model_path()})")
-    except MissingDependencyError as exc:
+        typer.echo(
+            f"  local       (embedded SmolLM2-135M-Instruct with the shipped adapter "
+            f"{trained_adapter_path().name})"
+        )
+        typer.echo(f"  local:base  (embedded SmolLM2-135M-Instruct: {default_model_path()})")
+    except (MissingDependencyError, BackendError) as exc:
         typer.echo(f"  local  (not installed: {exc})")
     for folder in directory:
         for path in sorted(folder.glob("*.gguf")):

@@ -24,6 +24,8 @@ from typing import Annotated, Any
 
 import typer
 
+from tooluse.cli.shared import EMBEDDED_MODEL_SPECS
+
 
 def _categories(values: list[str]) -> list[str]:
     return [name.strip() for value in values for name in value.split(",") if name.strip()]
@@ -103,10 +105,11 @@ def _check_model(model: str, format: str | None) -> None:
             typer.echo(f"error: {exc.args[0]}", err=True)
             raise typer.Exit(2) from None
     try:
-        if model in ("local", "local:default", "local:"):
-            from tooluse.local.model_files import default_model_path
+        if model in EMBEDDED_MODEL_SPECS:
+            from tooluse.local.model_files import default_model_path, trained_adapter_path
 
             default_model_path()
+            trained_adapter_path()
         else:
             from tooluse.providers import load_model
 
@@ -193,7 +196,10 @@ def _run_and_report(
 ModelOption = Annotated[
     str,
     typer.Option(
-        "--model", "-m", help="'local' (embedded model) or a model string like openai:gpt-4o."
+        "--model",
+        "-m",
+        help="'local' (embedded model and adapter), 'local:base' (without the adapter) or a "
+        "model string like openai:gpt-4o.",
     ),
 ]
 CategoryOption = Annotated[

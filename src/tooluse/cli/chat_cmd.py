@@ -196,7 +196,10 @@ def _start(
 
 def chat(
     model: str = typer.Option(
-        "local", "--model", "-m", help="local, llama-cpp:PATH, openai:MODEL, anthropic:MODEL..."
+        "local",
+        "--model",
+        "-m",
+        help="local, local:base, llama-cpp:PATH, openai:MODEL, anthropic:MODEL...",
     ),
     tools: Path = typer.Option(None, "--tools", "-t", help="A Python file with @tool functions."),
     mcp: Path = typer.Option(

@@ -27,7 +27,12 @@ NameArgument = Annotated[
     typer.Argument(help="Environment: math:arithmetic, math:gsm8k, bfcl:multi_turn_base, ..."),
 ]
 ModelOption = Annotated[
-    str, typer.Option("--model", "-m", help="'local' (embedded model) or a model string.")
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="'local' (embedded model and adapter), 'local:base' or a model string.",
+    ),
 ]
 EnvOption = Annotated[str, typer.Option("--env", "-e", help="Same as NAME.")]
 LimitOption = Annotated[

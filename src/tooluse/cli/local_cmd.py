@@ -95,18 +95,20 @@ def demo(
         None, "--question", "-q", help="Ask this instead of the built-in questions (repeatable)."
     ),
     model: str = typer.Option(
-        "local", "--model", "-m", help="local, llama-cpp:PATH or any model string."
+        "local", "--model", "-m", help="local, local:base, llama-cpp:PATH or any model string."
     ),
     max_tokens: int = typer.Option(96, help="Tokens per model turn."),
     seed: int | None = typer.Option(None, help="Sampling seed (with --temperature)."),
     temperature: float = typer.Option(0.0, help="Sampling temperature (0: deterministic)."),
     argument_check: bool = typer.Option(
-        True,
+        False,
         "--argument-check/--no-argument-check",
-        help="Put back the brackets a calculator expression dropped from the question.",
+        help="Put back the brackets a calculator expression dropped from the question "
+        "(the untouched model, local:base, drops them).",
     ),
 ) -> None:
-    """A short tool loop on the embedded SmolLM2 model with weather, time and calculator tools.
+    """A short tool loop on the embedded SmolLM2 model (with its shipped adapter) and weather,
+    time and calculator tools.
 
     Each step is shown with its timing; an argument the system corrected and an answer that
     misses the tool's result are shown too.

@@ -31,8 +31,8 @@ __all__ = [
     "parser_or_exit",
 ]
 
-#: The ``--model`` values that name the embedded model.
-EMBEDDED_MODEL_SPECS = ("local", "local:default", "local:")
+#: The ``--model`` values that name the embedded model with its shipped adapter.
+EMBEDDED_MODEL_SPECS = ("local", "local:default", "local:", "local:trained")
 
 
 def console() -> Any:

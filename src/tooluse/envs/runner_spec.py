@@ -1,8 +1,9 @@
 """``RunnerSpec``: everything needed to build a :class:`TrajectoryRunner` in another process.
 
-``runner_from_spec(spec)`` builds it (``model="local"`` is the embedded model, any other
-``"provider:model"`` goes through :func:`tooluse.providers.load_model`). Picklable, so that a
-Ray worker or a subprocess can build its own runner.
+``runner_from_spec(spec)`` builds it (``model="local"`` is the embedded model with its shipped
+adapter, ``"local:base"`` the untouched one; any model string goes through
+:func:`tooluse.providers.load_model`). Picklable, so that a Ray worker or a subprocess can build
+its own runner.
 """
 
 from __future__ import annotations

