@@ -6,6 +6,7 @@
     tooluse train sft --data sft.jsonl --out runs/sft --max-minutes 60
     tooluse train rft --env math:arithmetic --rounds 3 --samples 4 --out runs/rft
     tooluse train grpo --env math:arithmetic --steps 20 --generations 4 --out runs/grpo
+    tooluse train merge --out smollm2-trained.gguf   # the shipped adapter merged into the model
 
 Writes ``OUT/adapter.gguf`` (a llama.cpp LoRA adapter: ``LlamaCppBackend(...,
 lora_path=...)``) and ``OUT/card.json``; checkpoints go to ``OUT/checkpoints`` and the same
@@ -338,14 +339,49 @@ def grpo_command(  # noqa: PLR0913 - one parameter per command-line option
     _echo_adapter(card, out)
 
 
+def merge_command(
+    out: Annotated[Path, typer.Option("--out", "-o", help="The merged GGUF model to write.")],
+    adapter: Annotated[
+        Path | None,
+        typer.Option("--adapter", help="A GGUF LoRA adapter [default: the shipped one]."),
+    ] = None,
+    scale: Annotated[
+        float | None,
+        typer.Option(
+            "--scale",
+            min=0.0,
+            max=4.0,
+            help="The adapter's strength [default: 0.5 for the "
+            "shipped adapter, as `local` runs it; else 1].",
+        ),
+    ] = None,
+    base: BaseOption = None,
+) -> None:
+    """Merge a LoRA adapter into its base model and write one GGUF model (changed weights in
+    Q8_0), which `llama-cpp:PATH` loads without an adapter."""
+    from tooluse.train.gguf_merge import merge_lora_gguf
+
+    with _one_line_errors():
+        from tooluse.local.model_files import default_model_path, trained_adapter_path
+
+        if scale is None:
+            scale = 0.5 if adapter is None else 1.0
+        chosen = adapter if adapter is not None else trained_adapter_path()
+        written = merge_lora_gguf(base or default_model_path(), chosen, out, scale=scale)
+    typer.echo(
+        f"merged {chosen.name} at scale {scale:g} into {written} ({written.stat().st_size} bytes)"
+    )
+
+
 def register(app: typer.Typer) -> None:
     """Attach ``train`` and its commands to the main app."""
     train_app = typer.Typer(
         help="Train the local model on tooluse's environments: `train sft` (LoRA, GGUF "
-        "adapter), `train rft` (rejection sampling) and `train grpo` (the environment's "
-        "rewards)."
+        "adapter), `train rft` (rejection sampling), `train grpo` (the environment's "
+        "rewards) and `train merge` (an adapter merged into the model file)."
     )
     app.add_typer(train_app, name="train")
     train_app.command("sft")(sft_command)
     train_app.command("rft")(rft_command)
     train_app.command("grpo")(grpo_command)
+    train_app.command("merge")(merge_command)

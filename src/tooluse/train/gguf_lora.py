@@ -20,14 +20,20 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tooluse.errors import MissingDependencyError
 
-__all__ = ["LoraAdapter", "LoraShape", "read_lora_gguf", "write_lora_gguf"]
+__all__ = [
+    "LoraAdapter",
+    "LoraShape",
+    "read_lora_gguf",
+    "write_gguf_atomically",
+    "write_lora_gguf",
+]
 
 _PEFT_KEY = re.compile(
     r"^(?:base_model\.model\.)?(?P<base>.+)\.lora_(?P<ab>[AB])(?:\.\w+)?\.weight$"
@@ -126,17 +132,28 @@ def write_lora_gguf(
 
     if dtype not in ("f16", "f32"):
         raise ValueError("dtype must be f16 or f32")
-    target = Path(path)
     converted = _gguf_tensors(tensors, shape, gguf)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    writer = gguf.GGUFWriter(str(partial), arch="llama")
-    try:
+
+    def fill(writer: Any) -> None:
         writer.add_type(gguf.GGUFType.ADAPTER)
         writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
         writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(shape.alpha))
         for name in sorted(converted):
             array = numpy.ascontiguousarray(converted[name], dtype=numpy.float32)
             writer.add_tensor(name, array.astype(numpy.float16) if dtype == "f16" else array)
+
+    return write_gguf_atomically(Path(path), "llama", fill)
+
+
+def write_gguf_atomically(target: Path, arch: str, fill: Callable[[Any], None]) -> Path:
+    """Write a GGUF file whose keys and tensors ``fill`` adds to a ``gguf.GGUFWriter``: beside
+    ``target`` first, then renamed into place, so a failure (a full disk, a bad tensor) never
+    leaves half a file where ``target`` should be."""
+    gguf = _gguf()
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    writer = gguf.GGUFWriter(str(partial), arch=arch)
+    try:
+        fill(writer)
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
