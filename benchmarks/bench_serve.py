@@ -187,7 +187,7 @@ def main() -> dict[str, Any]:
             str(Path(sys.executable).with_name("tooluse")),
             "serve",
             "--model",
-            "local",
+            "local:base",  # the same GGUF as llama_cpp.server serves, without the adapter
             "--port",
             str(port),
         ],
@@ -195,7 +195,7 @@ def main() -> dict[str, Any]:
         logs / "tooluse.log",
     )
     try:
-        figures["tooluse_serve"] = measure(f"http://127.0.0.1:{port}/v1", "local")
+        figures["tooluse_serve"] = measure(f"http://127.0.0.1:{port}/v1", "local:base")
     finally:
         stop(ours)
     port = free_port()
