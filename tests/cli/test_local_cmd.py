@@ -112,6 +112,7 @@ def test_demo_is_right_on_the_calculator_without_the_argument_check():
     assert plain.exit_code == 0, plain.output
     assert "→ call calculate(expression='12 * (3 + 4)')" in plain.output
     assert "argument check" not in plain.output and "1/1 answers right" in plain.output
+    assert "model SmolLM2-135M-Instruct (Q4_1) + smollm2-135m-arithmetic," in plain.output
     checked = runner.invoke(app, ["demo", "-m", "local:base", "--argument-check", "-q", question])
     assert checked.exit_code == 0, checked.output
     assert "argument check" in checked.output and "1/1 answers right" in checked.output

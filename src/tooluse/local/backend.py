@@ -217,12 +217,12 @@ class LlamaCppBackend(BaseBackend):
     @property
     def display_name(self) -> str:
         """A readable name: the file's, with its quantisation apart
-        (``SmolLM2-135M-Instruct (Q4_1)``), not the GGUF's internal ``general.name``."""
+        (``SmolLM2-135M-Instruct (Q4_1)``), not the GGUF's internal ``general.name``, and the
+        adapter's file when there is one (``... + smollm2-135m-arithmetic``)."""
         stem = self.model_path.stem
         match = re.search(r"[.\-_](I?Q\d[\w]*|F16|BF16|F32)$", stem, re.IGNORECASE)
-        if match:
-            return f"{stem[: match.start()]} ({match.group(1)})"
-        return stem
+        name = f"{stem[: match.start()]} ({match.group(1)})" if match else stem
+        return name if self.lora_path is None else f"{name} + {self.lora_path.stem}"
 
     @property
     def model_spec(self) -> str:
