@@ -211,13 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.adapter.is_file():
         parser.error(f"no adapter at {args.adapter}")
-    trained = f"local:base#lora={args.adapter}"
-    trained += f"#lora_scale={args.lora_scale:g}" if args.lora_scale is not None else ""
-    trained += f"#decider={args.decider}" if args.decider else ""
-    trained += f"#narrow={args.narrow}" if args.narrow else ""
-    trained += f"#judge={args.judge}" if args.judge else ""
-    trained += f"#grounding={args.grounding}" if args.grounding else ""
-    trained += f"#text={args.text}" if args.text else ""
+    # the trained model's chosen settings, in one order for its model string and run folders
+    scale = f"{args.lora_scale:g}" if args.lora_scale is not None else None
+    named = [(name, getattr(args, name)) for name, _, _ in SETTINGS]
+    chosen = [(k, v) for k, v in [("lora_scale", scale), ("decider", args.decider), *named] if v]
+    trained = f"local:base#lora={args.adapter}" + "".join(f"#{k}={v}" for k, v in chosen)
+    trained_setting = "".join(f"-{'scale' if k == 'lora_scale' else k}-{v}" for k, v in chosen)
     # "base" has the local backend's grounding check (the default); "base-unchecked" is the
     # base model as the table's older columns measured it, before the check existed
     every = {"base": "local:base", "base-unchecked": "local:base#grounding=off", "trained": trained}
@@ -234,13 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         for label, model in models.items():
             # a run directory per setting: a resumed run must not mix two settings' items
             setting = "-required" if evaluation.tool_choice == "required" else ""
-            if label == "trained":
-                setting += f"-scale-{args.lora_scale:g}" if args.lora_scale is not None else ""
-                setting += f"-decider-{args.decider}" if args.decider else ""
-                setting += f"-narrow-{args.narrow}" if args.narrow else ""
-                setting += f"-judge-{args.judge}" if args.judge else ""
-                setting += f"-grounding-{args.grounding}" if args.grounding else ""
-                setting += f"-text-{args.text}" if args.text else ""
+            setting += trained_setting if label == "trained" else ""
             out = args.runs / f"{evaluation.name.replace(':', '-')}-{label}{setting}"
             figures = measure(evaluation, model, out)
             earlier = row.get(label) or {}

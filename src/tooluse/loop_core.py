@@ -14,7 +14,6 @@ into its prompt and reads its calls (and the calls it failed to write) back from
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -41,7 +40,15 @@ from tooluse.loop_types import (
     ToolMode,
     TrailEntry,
 )
-from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage, new_call_id, render_output
+from tooluse.messages import (
+    ChatMessage,
+    ToolCall,
+    ToolResult,
+    Usage,
+    call_key,
+    new_call_id,
+    render_output,
+)
 from tooluse.providers.base import Backend, GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.text_tools import TextToolsBackend
 from tooluse.run_state import Approve, Decision, Deny, Edit, RoundState, RunState
@@ -138,14 +145,6 @@ class LoopSetup:
 
         query = latest_request_text(history)
         return select_tools(self.tools, query, self.tools_top_k, scorer=self.tool_scorer)
-
-
-def _call_key(call: ToolCall) -> str:
-    try:
-        args = json.dumps(call.arguments, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        args = repr(call.arguments)
-    return f"{call.name}\x00{args}\x00{call.raw_arguments or ''}"
 
 
 def _unique_ids(calls: Sequence[ToolCall], used: set[str]) -> tuple[ToolCall, ...]:
@@ -353,7 +352,7 @@ class _Run:
             if call.name == SEARCH_TOOL and self.setup.tool_search is not None:
                 plan.results[call.id] = self._search(call)
                 continue
-            key = _call_key(call)
+            key = call_key(call, sep="\x00")  # the separator of keys saved in a RunState
             if self.seen[key] >= self.setup.max_identical_calls:
                 plan.refused += 1
                 plan.results[call.id] = ToolResult.failure(

@@ -22,6 +22,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "Usage",
+    "call_key",
     "new_call_id",
 ]
 
@@ -36,6 +37,16 @@ _COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 def new_call_id() -> str:
     """A fresh tool call id, valid for every provider's id pattern (``call_`` + 24 hex)."""
     return "call_" + uuid.uuid4().hex[:24]
+
+
+def call_key(call: ToolCall, sep: str = ":") -> str:
+    """A call's identity for spotting repeats: its name, canonical arguments and undecoded
+    text, whatever its id (``sep`` joins them; saved keys keep the separator they had)."""
+    try:
+        args = json.dumps(call.arguments, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        args = repr(call.arguments)
+    return f"{call.name}{sep}{args}{sep}{call.raw_arguments or ''}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,14 +19,13 @@ environment, in :mod:`tooluse.evals.bfcl.rewards`.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from tooluse.messages import ToolCall, ToolResult
+from tooluse.messages import ToolCall, ToolResult, call_key
 
 __all__ = [
     "CorrectnessReward",
@@ -138,15 +137,6 @@ class Reward(Protocol):
     def reward_type(self) -> RewardType: ...
 
     def compute(self, context: StepContext) -> RewardSignal | None: ...
-
-
-def call_key(call: ToolCall) -> str:
-    """A call's identity for duplicate detection: its name and canonical arguments."""
-    try:
-        args = json.dumps(call.arguments, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        args = repr(call.arguments)
-    return f"{call.name}:{args}:{call.raw_arguments or ''}"
 
 
 @dataclass(frozen=True, kw_only=True)

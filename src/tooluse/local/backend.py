@@ -263,6 +263,10 @@ class LlamaCppBackend(BaseBackend):
         adapter the base model's (the one ``judge="base"`` reads)."""
         return self._sides.base(self.loop) if self.text == "base" else self.loop
 
+    def _loop_of(self, turn: Turn) -> TokenLoop:
+        """The context that decodes ``turn``: a text turn's is :meth:`text_loop`."""
+        return self.text_loop() if turn.plan.mode == "text" else self.loop
+
     def close(self) -> None:
         """Free the model and its grammars now rather than at garbage collection."""
         with self._lock:
@@ -384,7 +388,7 @@ class LlamaCppBackend(BaseBackend):
             requests=1,
         )
         settings = turn.settings
-        used = self.text_loop() if turn.plan.mode == "text" else self.loop
+        used = self._loop_of(turn)
         hit_limit = decoded.count >= settings.max_tokens or used.llm.n_tokens >= used.n_ctx
         raw: dict[str, Any] = {"plan": turn.plan.reason, "output": decoded.text}
         if ungrounded:
@@ -497,8 +501,7 @@ class LlamaCppBackend(BaseBackend):
         call that repeats an earlier one ends the turn (``stop_repeated_calls``)."""
         watch_repeats = turn.grammar is not None and turn.parallel and self.stop_repeated_calls
         pieces: list[str] = []
-        loop = self.text_loop() if turn.plan.mode == "text" else self.loop
-        for step in loop.run(turn.prompt, turn.settings, turn.grammar):
+        for step in self._loop_of(turn).run(turn.prompt, turn.settings, turn.grammar):
             out.count += 1
             pieces.append(step.text)
             if turn.plan.mode == "text" and step.text:

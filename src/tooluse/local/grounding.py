@@ -26,7 +26,6 @@ in words, a code only the tool's description gives).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from typing import Any
 
 from tooluse.local.decision import ToolDecision
 from tooluse.local.decision_prompts import latest_request
-from tooluse.messages import ChatMessage, ToolCall
+from tooluse.messages import ChatMessage, ToolCall, call_key
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
@@ -197,14 +196,8 @@ def repeats_last_calls(messages: Sequence[ChatMessage], calls: Sequence[ToolCall
     fetch them again."""
     for message in reversed(messages):
         if message.role == "assistant" and message.tool_calls:
-            return _call_keys(message.tool_calls) == _call_keys(calls)
+            return sorted(map(call_key, message.tool_calls)) == sorted(map(call_key, calls))
     return False
-
-
-def _call_keys(calls: Sequence[ToolCall]) -> list[str]:
-    return sorted(
-        call.name + json.dumps(call.arguments, sort_keys=True, default=str) for call in calls
-    )
 
 
 @dataclass(frozen=True, kw_only=True)
