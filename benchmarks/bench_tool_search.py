@@ -83,8 +83,8 @@ def retrieval_rates(scorer: Any, tools: list[Any], asked: list[Any]) -> tuple[fl
 
 def retrieval_figures() -> dict[str, Any]:
     """BM25 against the embedding scorer over every distinct function (see the docstring)."""
-    from tooluse.embedding_scorer import EmbeddingScorer
     from tooluse.retrieval import BM25Scorer, RankFusionScorer
+    from tooluse.retrieval.embedding import EmbeddingScorer
 
     tools = list(distinct_tools().values())
     names = {tool.name for tool in tools}

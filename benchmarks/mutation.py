@@ -91,7 +91,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
         ],
     ),
     "loop_core": (
-        ["loop_core.py"],
+        ["loop/core.py"],
         [
             "tests/test_loop.py",
             "tests/test_loop_properties.py",

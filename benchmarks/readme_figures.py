@@ -630,7 +630,7 @@ _MUTATION_GROUPS = {
     "tools": "argument validation, schema export",
     "formats": "lexer, JSON scanner, hermes, pythonic, xml_params",
     "providers": "five adapters, SigV4/event stream, history",
-    "loop_core": "loop_core.py",
+    "loop_core": "loop/core.py",
     "grammar": "local/grammar.py",
     "execution": "local executors, sandbox",
     "evals": "BFCL checker (scorer)",

@@ -193,6 +193,66 @@ def test_no_import_circles():
     assert not problems, "\n".join(problems)
 
 
+# The layers of ARCHITECTURE.md, in the order of the flow: a module may import its own unit and
+# the units before it, never one after it. "<define>" is the loose modules at the top of the
+# package (errors, messages, events, media...); "tooluse" is the package's own __init__, whose
+# names come from every layer up to the evaluation; __main__ counts as the CLI.
+LAYERS = (
+    "<define>",
+    "tools",
+    "formats",
+    "providers",
+    "execution",
+    "retrieval",
+    "loop",
+    "envs",
+    "evals",
+    "local",
+    "train",
+    "serve",
+    "integrations",
+    "tooluse",
+    "cli",
+)
+
+
+def layer_of(module: str) -> str:
+    """The unit of ``LAYERS`` that a tooluse module belongs to."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "tooluse"
+    if parts[1] == "__main__":
+        return "cli"
+    if (SRC / PACKAGE / parts[1]).is_dir():
+        return parts[1]
+    return "<define>"
+
+
+def test_every_package_has_a_layer():
+    units = {layer_of(module) for module in module_files()}
+    assert units <= set(LAYERS), f"place these in LAYERS: {sorted(units - set(LAYERS))}"
+
+
+def test_no_module_imports_a_later_layer():
+    """The folders follow the flow: define -> export/parse -> execute -> loop -> evaluate -> top."""
+    graph = import_graph()
+    rank = {unit: index for index, unit in enumerate(LAYERS)}
+    upward = sorted(
+        f"{module} ({layer_of(module)}) -> {target} ({layer_of(target)})"
+        for module, targets in graph.items()
+        for target in targets
+        if rank[layer_of(target)] > rank[layer_of(module)]
+    )
+    assert not upward, "\n".join(upward)
+
+
+def test_the_loop_and_retrieval_are_packages():
+    modules = set(module_files())
+    assert {"tooluse.loop.core", "tooluse.loop.drivers", "tooluse.retrieval.tool_search"} <= modules
+    loose = {module.split(".")[1] for module in modules if layer_of(module) == "<define>"}
+    assert not {name for name in loose if name.startswith(("loop", "run_", "tool_search"))}
+
+
 def test_envs_never_imports_evals():
     """Environments sit below evaluation: evals builds on envs, never the reverse."""
     graph = import_graph()
@@ -218,3 +278,44 @@ def test_envs_offers_bfcl_without_importing_evals():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[] True"
+
+
+def _sys_modules_keys(tree: ast.AST) -> set[str]:
+    """The string keys of ``sys.modules.get(KEY)`` and ``sys.modules[KEY]`` in a module."""
+
+    def is_sys_modules(node: ast.expr) -> bool:
+        return (
+            isinstance(node, ast.Attribute)
+            and node.attr == "modules"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "sys"
+        )
+
+    keys: set[ast.expr] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and is_sys_modules(node.value):
+            keys.add(node.slice)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and is_sys_modules(node.func.value)
+            and node.args
+        ):
+            keys.add(node.args[0])
+    return {k.value for k in keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+
+
+def test_modules_looked_up_by_name_exist():
+    """Lower layers find ``tooluse.loop.telemetry`` in ``sys.modules`` instead of importing it;
+    a stale name there would turn tracing off without an error."""
+    files = module_files()
+    looked_up = {
+        (module, key)
+        for module, path in files.items()
+        for key in _sys_modules_keys(ast.parse(path.read_text(encoding="utf-8")))
+        if key.startswith(f"{PACKAGE}.")
+    }
+    assert ("tooluse.execution.base", "tooluse.loop.telemetry") in looked_up
+    missing = sorted(f"{module}: {key}" for module, key in looked_up if key not in files)
+    assert not missing, "\n".join(missing)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-import tooluse.loop_core as loop_core
-from tooluse.loop_core import LoopSetup, RunResult, StopReason, TrailEntry
+import tooluse.loop.core as loop_core
+from tooluse.loop.core import LoopSetup, RunResult, StopReason, TrailEntry
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage
 
 

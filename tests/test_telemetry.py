@@ -31,7 +31,7 @@ def spans_of(capture: bool = False, backend=None, **options):
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("test")
     if capture:
-        from tooluse.telemetry import RunTracer
+        from tooluse.loop.telemetry import RunTracer
 
         tracer = RunTracer(tracer, capture_content=True)
     backend = backend or ScriptedBackend(
@@ -110,7 +110,7 @@ def test_errors_set_the_span_status():
 
 
 def test_instrument_traces_every_run_until_undone():
-    from tooluse.telemetry import uninstrument
+    from tooluse.loop.telemetry import uninstrument
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -179,8 +179,8 @@ def test_a_served_request_is_a_server_span():
     import httpx
     import uvicorn
 
+    from tooluse.loop.telemetry import uninstrument
     from tooluse.serve import ServedModel, create_app
-    from tooluse.telemetry import uninstrument
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

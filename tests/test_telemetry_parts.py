@@ -25,7 +25,7 @@ from tooluse import ScriptedBackend, ToolCall, run
 from tooluse.envs import ArithmeticEnvironment, TrajectoryRunner
 from tooluse.execution.mcp import MCPServerConfig, MCPToolExecutor, SyncMCPToolExecutor
 from tooluse.execution.sandbox import PythonSandbox, SandboxLimits, run_python
-from tooluse.telemetry import uninstrument
+from tooluse.loop.telemetry import uninstrument
 
 DEMO = str(Path(__file__).parent / "execution" / "mcp_servers" / "demo_server.py")
 CONFIG = MCPServerConfig(command=sys.executable, args=(DEMO,), tool_prefix="demo_", name="demo")
@@ -259,7 +259,7 @@ def test_an_unreachable_collector_costs_one_warning_and_no_run(caplog):
         uninstrument()
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
-    assert warnings[0].name == "tooluse.telemetry"
+    assert warnings[0].name == "tooluse.telemetry"  # the logger keeps its name
     assert endpoint in warnings[0].getMessage()
 
 
@@ -336,7 +336,8 @@ def test_untraced_parts_never_load_opentelemetry(tmp_path):
         assert run(backend, "q", tools=[python_tool(timeout=5)]).final_text == "12"
         runner = TrajectoryRunner(environment=ArithmeticEnvironment(tool_types=()), backend=backend)
         runner.run_evaluation(task_indices=[0], out={str(tmp_path)!r}, progress=False)
-        print(sorted(m for m in sys.modules if m.startswith(("opentelemetry", "tooluse.telemetry"))))
+        loaded = ("opentelemetry", "tooluse.loop.telemetry")
+        print(sorted(m for m in sys.modules if m.startswith(loaded)))
         """
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

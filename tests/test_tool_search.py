@@ -10,7 +10,7 @@ import pytest
 
 from tooluse import ModelCapabilities, ScriptedBackend, StopReason, ToolCall, ToolDefinition, run
 from tooluse.retrieval import BM25Scorer
-from tooluse.tool_search import ToolSearch
+from tooluse.retrieval.tool_search import ToolSearch
 
 
 def get_weather(city: str) -> str:

@@ -5,12 +5,19 @@ backends' common types and :func:`load_model`, the loop (:func:`run`, :func:`aru
 :func:`iter_run`), structured extraction, stream events and the executors. Everything else
 lives in its subpackage (``tooluse.envs``, ``tooluse.execution.mcp``, ``tooluse.formats``,
 ``tooluse.providers``, ...); the names this package exported before stay importable from here,
-loaded on first use.
+loaded on first use, and the modules that moved into ``tooluse.loop`` and ``tooluse.retrieval``
+stay importable by their old paths (with a ``DeprecationWarning``).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from tooluse.errors import (
@@ -51,7 +58,9 @@ from tooluse.execution import (
     Veto,
 )
 from tooluse.loop import RunOptions, RunResult, StopReason, arun, iter_run, run
-from tooluse.loop_resume import aresume, resume
+from tooluse.loop.resume import aresume, resume
+from tooluse.loop.run_state import Approve, Deny, Edit, RunState, RunStateError
+from tooluse.loop.structured import aextract, extract
 from tooluse.media import File, Image, MediaError
 from tooluse.messages import (
     ChatMessage,
@@ -72,8 +81,6 @@ from tooluse.providers import (
     ScriptedBackend,
     load_model,
 )
-from tooluse.run_state import Approve, Deny, Edit, RunState, RunStateError
-from tooluse.structured import aextract, extract
 from tooluse.tools import (
     DEFAULT_REGISTRY,
     Injected,
@@ -90,8 +97,6 @@ from tooluse.tools import (
 from tooluse.version import __version__
 
 if TYPE_CHECKING:  # the names loaded on first use, for type checkers (`X as X`: re-exported)
-    from tooluse.conversation import Conversation as Conversation
-    from tooluse.conversation import Participant as Participant
     from tooluse.envs import TrajectoryRunner as TrajectoryRunner
     from tooluse.execution.mcp import MCPServerConfig as MCPServerConfig
     from tooluse.execution.mcp import MCPToolExecutor as MCPToolExecutor
@@ -104,6 +109,9 @@ if TYPE_CHECKING:  # the names loaded on first use, for type checkers (`X as X`:
     from tooluse.formats import detect_format as detect_format
     from tooluse.formats import get_parser as get_parser
     from tooluse.formats import render_chat_template as render_chat_template
+    from tooluse.loop.conversation import Conversation as Conversation
+    from tooluse.loop.conversation import Participant as Participant
+    from tooluse.loop.telemetry import instrument as instrument
     from tooluse.providers import AnthropicBackend as AnthropicBackend
     from tooluse.providers import BedrockBackend as BedrockBackend
     from tooluse.providers import FallbackBackend as FallbackBackend
@@ -111,8 +119,7 @@ if TYPE_CHECKING:  # the names loaded on first use, for type checkers (`X as X`:
     from tooluse.providers import OpenAIBackend as OpenAIBackend
     from tooluse.providers import register_model_prefix as register_model_prefix
     from tooluse.providers import validate_history as validate_history
-    from tooluse.telemetry import instrument as instrument
-    from tooluse.tool_search import ToolSearch as ToolSearch
+    from tooluse.retrieval.tool_search import ToolSearch as ToolSearch
 
 __all__ = [
     "DEFAULT_REGISTRY",
@@ -196,8 +203,8 @@ __all__ = [
 # Names exported here before that belong to a subpackage: imported on first use (so that
 # `import tooluse` does not load environments, MCP or the text formats), name -> module.
 _MOVED: dict[str, str] = {
-    "Conversation": "tooluse.conversation",
-    "Participant": "tooluse.conversation",
+    "Conversation": "tooluse.loop.conversation",
+    "Participant": "tooluse.loop.conversation",
     "TrajectoryRunner": "tooluse.envs",
     "MCPServerConfig": "tooluse.execution.mcp",
     "MCPToolExecutor": "tooluse.execution.mcp",
@@ -217,8 +224,8 @@ _MOVED: dict[str, str] = {
     "OpenAIBackend": "tooluse.providers",
     "register_model_prefix": "tooluse.providers",
     "validate_history": "tooluse.providers",
-    "instrument": "tooluse.telemetry",
-    "ToolSearch": "tooluse.tool_search",
+    "instrument": "tooluse.loop.telemetry",
+    "ToolSearch": "tooluse.retrieval.tool_search",
 }
 
 
@@ -233,3 +240,50 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_MOVED})
+
+
+# Modules that moved into packages, old path -> new path. The old path imports the very module
+# at the new one (one module object, so patching it under either name patches both).
+_MOVED_MODULES: dict[str, str] = {
+    "tooluse.conversation": "tooluse.loop.conversation",
+    "tooluse.embedding_scorer": "tooluse.retrieval.embedding",
+    "tooluse.loop_core": "tooluse.loop.core",
+    "tooluse.loop_resume": "tooluse.loop.resume",
+    "tooluse.loop_setup": "tooluse.loop.setup",
+    "tooluse.loop_types": "tooluse.loop.types",
+    "tooluse.message_data": "tooluse.loop.message_data",
+    "tooluse.run_log": "tooluse.loop.run_log",
+    "tooluse.run_state": "tooluse.loop.run_state",
+    "tooluse.structured": "tooluse.loop.structured",
+    "tooluse.telemetry": "tooluse.loop.telemetry",
+    "tooluse.tool_search": "tooluse.retrieval.tool_search",
+}
+_OWN_SPECS: dict[str, importlib.machinery.ModuleSpec | None] = {}  # old path -> new one's spec
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds a moved module by its old path and hands over the module at its new path."""
+
+    def find_spec(
+        self, fullname: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in _MOVED_MODULES:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        new = _MOVED_MODULES[spec.name]
+        warnings.warn(f"{spec.name} moved to {new}", DeprecationWarning, stacklevel=2)
+        module = importlib.import_module(new)
+        _OWN_SPECS[spec.name] = module.__spec__
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        # The module ran under its new path; importlib has just given it the old path's spec:
+        # it gets its own back (reloading it and reading its file keep working).
+        old = module.__spec__.name if module.__spec__ is not None else ""
+        module.__spec__ = _OWN_SPECS.pop(old, module.__spec__)
+
+
+if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
+    sys.meta_path.append(_MovedModuleFinder())

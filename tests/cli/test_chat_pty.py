@@ -78,7 +78,7 @@ def test_round_limit_is_shown_and_turns_are_logged(tmp_path):
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
-    from tooluse.run_log import RunLog
+    from tooluse.loop.run_log import RunLog
 
     entries = RunLog(tmp_path / "logs.db").entries()
     assert len(entries) == 1

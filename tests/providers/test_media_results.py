@@ -24,8 +24,8 @@ from tooluse import (
     ToolResult,
     run,
 )
+from tooluse.loop.run_state import RunState
 from tooluse.providers import RetryPolicy, anthropic, bedrock, gemini, openai_chat, openai_responses
-from tooluse.run_state import RunState
 
 from .conftest import Reply
 

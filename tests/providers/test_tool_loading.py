@@ -25,12 +25,12 @@ from tooluse import (
     run,
 )
 from tooluse.events import ToolCallStarted
-from tooluse.message_data import message_from_data, message_to_data
+from tooluse.loop.message_data import message_from_data, message_to_data
 from tooluse.providers import RetryPolicy, anthropic, bedrock, gemini, openai_chat, openai_responses
 from tooluse.providers.claude_models import claude_capabilities
 from tooluse.providers.prices import cost_of, register_price
 from tooluse.providers.tool_loading import responses_tool_search_supported
-from tooluse.tool_search import ToolSearch
+from tooluse.retrieval.tool_search import ToolSearch
 
 from .conftest import Reply
 from .conversation import TIME, WEATHER

@@ -94,7 +94,7 @@ def ask_decisions(console: Any, interactive: bool, calls: Any) -> dict[str, Any]
     arguments as JSON); no answer denies."""
     import json
 
-    from tooluse.run_state import Approve, Deny, Edit
+    from tooluse.loop.run_state import Approve, Deny, Edit
 
     def read(prompt: str) -> str:
         if interactive:
@@ -250,7 +250,7 @@ def _chat_loop(
     quits."""
     from tooluse import ChatMessage
     from tooluse.loop import run
-    from tooluse.loop_resume import resume
+    from tooluse.loop.resume import resume
 
     def run_turn(history: list[ChatMessage], printer: TurnPrinter) -> Any:
         options: dict[str, Any] = {**loop_options, "on_event": printer}

@@ -1,4 +1,4 @@
-"""``tooluse logs``: the run log (``tooluse.run_log``) from the command line."""
+"""``tooluse logs``: the run log (``tooluse.loop.run_log``) from the command line."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def logs_list(
     """List the newest runs (`tooluse logs show ID` prints one)."""
     if context.invoked_subcommand is not None:
         return
-    from tooluse.run_log import RunLog
+    from tooluse.loop.run_log import RunLog
 
     entries = RunLog().entries(count or None)
     if as_json:
@@ -65,7 +65,7 @@ def logs_show(
     ),
 ) -> None:
     """Print one run: prompt, each tool call with arguments and output, the answer."""
-    from tooluse.run_log import RunLog
+    from tooluse.loop.run_log import RunLog
 
     try:
         entry = RunLog().get(entry_id)
@@ -104,7 +104,7 @@ def _print_entry(entry: Any) -> None:
 
 def logs_path() -> None:
     """Print where the log is kept (`TOOLUSE_LOG_PATH` changes it)."""
-    from tooluse.run_log import default_log_path
+    from tooluse.loop.run_log import default_log_path
 
     typer.echo(str(default_log_path()))
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tooluse.envs.base import Action, EnvState, StepResult, ToolEnvironment
 from tooluse.execution.base import AbstractToolExecutor, CancellationToken
 from tooluse.loop import build_setup, drive_async, drive_sync, initial_history
-from tooluse.loop_core import LoopSetup, ModelTurnFinished, RunFinished, RunResult, StopReason
+from tooluse.loop.core import LoopSetup, ModelTurnFinished, RunFinished, RunResult, StopReason
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage
 from tooluse.providers.base import Backend, SamplingParams, ToolChoice
 from tooluse.tools.definition import ToolDefinition

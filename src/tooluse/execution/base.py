@@ -140,7 +140,7 @@ def traced_call(call_id: str) -> contextlib.AbstractContextManager[Any]:
     """Around the body of call ``call_id``: inside a traced run, the call's span is the current
     OpenTelemetry span there, so what the tool traces nests under it (nothing otherwise)."""
     # Looked up without importing: a program that never traces never loads OpenTelemetry.
-    telemetry = sys.modules.get("tooluse.telemetry")
+    telemetry = sys.modules.get("tooluse.loop.telemetry")
     if telemetry is None:
         return _UNTRACED
     return telemetry.running_call(call_id)  # type: ignore[no-any-return]

@@ -55,8 +55,8 @@ class SamplingParams:
     provider takes one (Anthropic ``cache_control``, Bedrock ``cachePoint``; OpenAI and Gemini
     cache on their own). ``deferred_tools`` names tools the provider's own tool search loads on
     demand (sent marked deferred, with the provider's search tool); the loop sets it for a
-    :class:`~tooluse.tool_search.ToolSearch` when the backend ``supports_tool_search``, and
-    wires without tool search send every tool as usual.
+    :class:`~tooluse.retrieval.tool_search.ToolSearch` when the backend
+    ``supports_tool_search``, and wires without tool search send every tool as usual.
     """
 
     temperature: float | None = None

@@ -292,7 +292,7 @@ class _Server:
             async with model.slot():
                 result, problems = await _generate(model.backend, plan, request)
             if span is not None:
-                sys.modules["tooluse.telemetry"].record_usage(span, result)
+                sys.modules["tooluse.loop.telemetry"].record_usage(span, result)
         content = None
         if plan.structured is not None:
             calls = result.tool_calls
@@ -333,7 +333,7 @@ async def _wrong_method(request: Request, exc: Exception) -> Response:
 def _request_span(model: str) -> contextlib.AbstractContextManager[Any]:
     """A trace span around a request when ``tooluse.instrument()`` was called (looked up
     without importing, so a server that is not traced never loads OpenTelemetry)."""
-    telemetry = sys.modules.get("tooluse.telemetry")
+    telemetry = sys.modules.get("tooluse.loop.telemetry")
     if telemetry is None:
         return contextlib.nullcontext()
     span: contextlib.AbstractContextManager[Any] = telemetry.served_request(model, stream=False)

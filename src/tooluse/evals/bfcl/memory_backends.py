@@ -18,9 +18,9 @@ import warnings
 from importlib.util import find_spec
 from typing import Any
 
-from tooluse.embedding_scorer import EMBEDDING_MODEL, packaged_embedding_model
 from tooluse.errors import MissingDependencyError
 from tooluse.evals.bfcl.agentic import BFCL_PIN
+from tooluse.retrieval.embedding import EMBEDDING_MODEL, packaged_embedding_model
 
 __all__ = [
     "EMBEDDING_MODEL",

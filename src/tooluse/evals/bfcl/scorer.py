@@ -41,12 +41,12 @@ from tooluse.providers.base import (
     ToolChoice,
     as_backend,
 )
-from tooluse.retrieval import latest_request_text, select_tools
+from tooluse.retrieval.scorers import latest_request_text, select_tools
 from tooluse.tools.definition import ToolDefinition
 
 if TYPE_CHECKING:
     from tooluse.formats.base import ToolCallParser
-    from tooluse.loop_core import RunResult
+    from tooluse.loop.core import RunResult
 
 __all__ = [
     "BFCL_STYLE_PYTHON_ONLY",

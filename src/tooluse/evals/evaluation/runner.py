@@ -156,7 +156,7 @@ class _TrajectoryWorker:
     def __call__(self, item: Any) -> dict[str, Any]:
         task_index, sample = int(item.payload["task_index"]), int(item.payload["sample"])
         # Looked up without importing: a program that never traces never loads OpenTelemetry.
-        telemetry = sys.modules.get("tooluse.telemetry")
+        telemetry = sys.modules.get("tooluse.loop.telemetry")
         if telemetry is None:
             return self._play(task_index, sample)
         environment = self.runner.environment

@@ -237,10 +237,10 @@ class MCPToolExecutor(MCPResources, MCPExecutorBase):
 
         ``timeout`` overrides the config's per-call timeout; ``validate=False`` skips the
         argument check (for callers that validated already, like the tool loop). Traced when
-        the program traces (:mod:`tooluse.telemetry`).
+        the program traces (:mod:`tooluse.loop.telemetry`).
         """
         # Looked up without importing: a program that never traces never loads OpenTelemetry.
-        telemetry = sys.modules.get("tooluse.telemetry")
+        telemetry = sys.modules.get("tooluse.loop.telemetry")
         if telemetry is None:
             return await self._answer(call, timeout, validate)
         result: ToolResult = await telemetry.mcp_tool_call(

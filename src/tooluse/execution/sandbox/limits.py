@@ -189,10 +189,10 @@ _SIGNAL_EXITS: dict[int, str] = {
 
 
 def traced_run(mode: str, limits: SandboxLimits, run: Callable[[], SandboxResult]) -> SandboxResult:
-    """``run()``, as a span when the program traces (:mod:`tooluse.telemetry`); ``mode`` is
+    """``run()``, as a span when the program traces (:mod:`tooluse.loop.telemetry`); ``mode`` is
     ``one-shot`` or ``session``."""
     # Looked up without importing: a program that never traces never loads OpenTelemetry.
-    telemetry = sys.modules.get("tooluse.telemetry")
+    telemetry = sys.modules.get("tooluse.loop.telemetry")
     if telemetry is None:
         return run()
     result: SandboxResult = telemetry.sandbox_run(mode, limits, run)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from tooluse.execution.base import normalize_tools
-from tooluse.loop import RunOptions, RunResult, arun, run
+from tooluse.loop.drivers import RunOptions, RunResult, arun, run
 from tooluse.messages import ChatMessage
 from tooluse.providers.base import Backend, SamplingParams
 from tooluse.tools.definition import ToolDefinition

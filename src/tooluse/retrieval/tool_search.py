@@ -6,7 +6,7 @@
 
 The model first sees only ``search_tools(query)`` (and the tools named in ``always``); the
 tools its query matches (BM25 over names, descriptions and parameters, or any
-:class:`~tooluse.retrieval.ToolScorer`) are listed in the answer and offered from the next
+:class:`~tooluse.retrieval.scorers.ToolScorer`) are listed in the answer and offered from the next
 request on, so a request carries the schemas of a handful of tools, not of hundreds. Every
 tool of the set still runs when called. A query that matches nothing is answered so.
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tooluse.retrieval import BM25Scorer, ToolScorer, ranked_indices
+from tooluse.retrieval.scorers import BM25Scorer, ToolScorer, ranked_indices
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = ["SEARCH_TOOL", "ToolSearch"]

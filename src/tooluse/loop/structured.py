@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from tooluse.errors import ExtractionError
-from tooluse.loop import (
+from tooluse.loop.core import LoopSetup, StopReason
+from tooluse.loop.drivers import (
     Prompt,
     ResultCollector,
     RunResult,
@@ -22,7 +23,6 @@ from tooluse.loop import (
     drive_sync,
     initial_history,
 )
-from tooluse.loop_core import LoopSetup, StopReason
 from tooluse.messages import ChatMessage
 from tooluse.providers.base import Backend, SamplingParams
 from tooluse.tools.definition import ToolDefinition

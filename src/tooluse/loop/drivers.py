@@ -5,7 +5,7 @@
     result = tooluse.run(backend, "What's the weather in Paris?", tools=[get_weather])
     result.final_text, result.stop_reason, result.trail, result.usage
 
-Both drive the same state machine (:mod:`tooluse.loop_core`); only the I/O differs. How tools
+Both drive the same state machine (:mod:`tooluse.loop.core`); only the I/O differs. How tools
 reach the model follows a three-way priority:
 
 1. native function calling when ``backend.capabilities.supports_function_calling``;
@@ -37,8 +37,10 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tooluse.loop_core import LoopSetup, Resumption, finished_event, loop_steps
-from tooluse.loop_setup import (
+from tooluse.loop.core import LoopSetup, Resumption, finished_event, loop_steps
+from tooluse.loop.run_log import log_requested
+from tooluse.loop.run_state import RunState
+from tooluse.loop.setup import (
     AfterHooks,
     Hooks,
     Prompt,
@@ -48,7 +50,7 @@ from tooluse.loop_setup import (
     choose_mode,
     initial_history,
 )
-from tooluse.loop_types import (
+from tooluse.loop.types import (
     ApprovalRequested,
     Checkpoint,
     Execute,
@@ -64,8 +66,6 @@ from tooluse.loop_types import (
 )
 from tooluse.messages import ChatMessage, ToolCall, ToolResult
 from tooluse.providers.base import Backend, GenerationDone, GenerationResult, as_backend
-from tooluse.run_log import log_requested
-from tooluse.run_state import RunState
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -485,7 +485,7 @@ def run(
       ``result.pending`` (the waiting calls) and ``result.state``; the other calls of that turn
       run first. Continue with :func:`tooluse.resume` [none].
     - ``tracer``: an OpenTelemetry tracer for this run's spans (``invoke_agent``, ``chat``,
-      ``execute_tool``; see :mod:`tooluse.telemetry`) [the one ``tooluse.instrument()`` set].
+      ``execute_tool``; see :mod:`tooluse.loop.telemetry`) [the one ``tooluse.instrument()`` set].
     - ``checkpoint``: a path where the run's :class:`RunState` is written atomically before
       every model turn and after every tool result, to :func:`tooluse.resume` it after a crash
       [none].
@@ -540,7 +540,7 @@ def _log(
     error: BaseException | None = None,
 ) -> None:
     """Write a run to the run log (``log=True`` or ``TOOLUSE_LOG=1``)."""
-    from tooluse.run_log import record_run
+    from tooluse.loop.run_log import record_run
 
     record_run(
         result,

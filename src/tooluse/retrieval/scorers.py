@@ -9,7 +9,7 @@
 Small models and call grammars get slower and worse as the toolset grows; a lexical scorer
 (BM25 over each tool's name, description and parameter names and descriptions) picks the
 likely ones first. Any object with ``score(query, tools) -> list[float]`` can replace it:
-:class:`~tooluse.embedding_scorer.EmbeddingScorer` (sentence embeddings, the ``embeddings``
+:class:`~tooluse.retrieval.embedding.EmbeddingScorer` (sentence embeddings, the ``embeddings``
 extra), or :class:`RankFusionScorer` over both, which ranks a question's own function in the
 top 5 more often than either alone (``benchmarks/bench_tool_search.py``). Ties keep the
 tools' original order.

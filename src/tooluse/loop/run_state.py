@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from tooluse.errors import ToolUseError
-from tooluse.message_data import (
+from tooluse.loop.message_data import (
     call_from_data,
     call_to_data,
     message_from_data,

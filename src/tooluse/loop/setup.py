@@ -20,11 +20,11 @@ from tooluse.execution.base import (
     ToolsArg,
 )
 from tooluse.execution.local import ToolExecutor
-from tooluse.loop_core import ApprovalPolicy, LoopSetup, logger
-from tooluse.loop_types import TerminalValidator, ToolMode
+from tooluse.loop.core import ApprovalPolicy, LoopSetup, logger
+from tooluse.loop.types import TerminalValidator, ToolMode
 from tooluse.messages import ChatMessage
 from tooluse.providers.base import Backend, SamplingParams, ToolChoice
-from tooluse.tool_search import ToolSearch
+from tooluse.retrieval.tool_search import ToolSearch
 
 __all__ = [
     "AfterHooks",
@@ -230,12 +230,12 @@ def _run_tracer(tracer: Any) -> Any:
     """The run's tracer: ``tracer`` (an OpenTelemetry tracer), else the one
     ``tooluse.instrument()`` set, else none."""
     if tracer is not None:
-        from tooluse.telemetry import RunTracer
+        from tooluse.loop.telemetry import RunTracer
 
         return tracer if isinstance(tracer, RunTracer) else RunTracer(tracer)
     # Looked up without importing: a program that never called instrument() never loads
     # OpenTelemetry for its runs.
-    telemetry = sys.modules.get("tooluse.telemetry")
+    telemetry = sys.modules.get("tooluse.loop.telemetry")
     return telemetry.current() if telemetry is not None else None
 
 

@@ -22,18 +22,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tooluse.loop import ResultCollector, drive_async, drive_sync
-from tooluse.loop_core import LoopSetup, Resumption
-from tooluse.loop_setup import build_setup
-from tooluse.loop_types import LoopEvent, RunFinished, RunResult, StopReason, TrailEntry
+from tooluse.loop.core import LoopSetup, Resumption
+from tooluse.loop.drivers import ResultCollector, drive_async, drive_sync
+from tooluse.loop.run_state import Decision, RunState, RunStateError
+from tooluse.loop.setup import build_setup
+from tooluse.loop.types import LoopEvent, RunFinished, RunResult, StopReason, TrailEntry
 from tooluse.messages import ChatMessage
 from tooluse.providers.base import Backend
-from tooluse.run_state import Decision, RunState, RunStateError
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from tooluse.loop_setup import RunOptions
+    from tooluse.loop.setup import RunOptions
 
 __all__ = ["aiter_resume", "aresume", "iter_resume", "resume"]
 

@@ -11,9 +11,9 @@ from enum import Enum
 from typing import Any, Literal, Union
 
 from tooluse.events import StreamEvent
+from tooluse.loop.run_state import RunState
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage
 from tooluse.providers.base import SamplingParams, ToolChoice
-from tooluse.run_state import RunState
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = [

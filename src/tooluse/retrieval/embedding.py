@@ -1,5 +1,5 @@
-"""An embedding :class:`~tooluse.retrieval.ToolScorer`: cosine similarity between the request
-and each tool's name and description under ``all-MiniLM-L6-v2`` (sentence-transformers).
+"""An embedding :class:`~tooluse.retrieval.scorers.ToolScorer`: cosine similarity between the
+request and each tool's name and description under ``all-MiniLM-L6-v2`` (sentence-transformers).
 
 ::
 

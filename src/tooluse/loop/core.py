@@ -23,7 +23,8 @@ from typing import Any
 
 from tooluse.events import ParseError
 from tooluse.execution.base import AbstractToolExecutor, CancellationToken
-from tooluse.loop_types import (
+from tooluse.loop.run_state import Approve, Decision, Deny, Edit, RoundState, RunState
+from tooluse.loop.types import (
     ApprovalRequested,
     Checkpoint,
     Execute,
@@ -51,8 +52,7 @@ from tooluse.messages import (
 )
 from tooluse.providers.base import Backend, GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.text_tools import TextToolsBackend
-from tooluse.run_state import Approve, Decision, Deny, Edit, RoundState, RunState
-from tooluse.tool_search import SEARCH_TOOL, ToolSearch
+from tooluse.retrieval.tool_search import SEARCH_TOOL, ToolSearch
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
@@ -107,7 +107,7 @@ class LoopSetup:
     tool_scorer: Any = None
     approve: ApprovalPolicy | None = None
     checkpoint_path: Path | None = None
-    # a tooluse.telemetry.RunTracer: the run's spans (None: not traced)
+    # a tooluse.loop.telemetry.RunTracer: the run's spans (None: not traced)
     tracer: Any = None
     tool_search: ToolSearch | None = None
     # True: terminal calls go to the executor like any other (an environment grades them and
@@ -141,7 +141,7 @@ class LoopSetup:
             return (self.tool_search.search_tool, *(by_name[n] for n in names if n in by_name))
         if self.tools_top_k is None:
             return self.tools
-        from tooluse.retrieval import latest_request_text, select_tools
+        from tooluse.retrieval.scorers import latest_request_text, select_tools
 
         query = latest_request_text(history)
         return select_tools(self.tools, query, self.tools_top_k, scorer=self.tool_scorer)
