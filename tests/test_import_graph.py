@@ -1,8 +1,10 @@
 """tooluse's own modules import each other without circles.
 
 The graph is built from the source (AST), not by importing: an edge for every ``import`` or
-``from ... import`` of a tooluse module at any nesting level (a function-level import is still a
-dependency), except inside ``if TYPE_CHECKING:`` blocks, which never run.
+``from ... import`` of a tooluse module at any nesting level. A function-level import is still a
+dependency, and so is one inside ``if TYPE_CHECKING:``: a module that names another's type
+depends on it, even if the import never runs (a lower layer that needs a higher one's type
+describes what it uses as a small Protocol of its own).
 """
 
 from __future__ import annotations
@@ -25,26 +27,9 @@ def module_files() -> dict[str, Path]:
     return files
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    if isinstance(test, ast.Name):
-        return test.id == "TYPE_CHECKING"
-    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-
-
 def _import_nodes(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement, skipping the bodies of ``if TYPE_CHECKING:`` (not their else)."""
-    found: list[ast.Import | ast.ImportFrom] = []
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.append(node)
-            continue
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            stack.extend(node.orelse)
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-    return found
+    """Every import statement, ``if TYPE_CHECKING:`` blocks and function bodies included."""
+    return [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
 def _base_of(node: ast.ImportFrom, module: str, is_package: bool) -> str:
@@ -146,10 +131,12 @@ def test_the_graph_sees_real_imports():
     # Spot checks that the parser resolves absolute, relative and package imports.
     assert "tooluse.loop" in graph["tooluse"]
     assert "tooluse.execution.worker_threads" in graph["tooluse.execution.local"]
+    # and the type-only ones (the package's lazily loaded names, for type checkers)
+    assert "tooluse.envs" in graph["tooluse"]
     assert all(target.startswith(PACKAGE) for targets in graph.values() for target in targets)
 
 
-def test_relative_and_type_checking_imports_are_resolved(tmp_path):
+def test_relative_type_only_and_late_imports_are_resolved(tmp_path):
     source = (
         "from typing import TYPE_CHECKING\n"
         "from . import sibling\n"
@@ -174,6 +161,7 @@ def test_relative_and_type_checking_imports_are_resolved(tmp_path):
     assert imports_of("tooluse.pkg.mod", path, modules) == {
         "tooluse.pkg.sibling",
         "tooluse.top",
+        "tooluse.hidden",  # a type-only import is a dependency too
         "tooluse.late",
     }
 

@@ -25,7 +25,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from tooluse.envs.base import Action, EnvState, StepResult, ToolEnvironment
 from tooluse.execution.base import AbstractToolExecutor, CancellationToken
@@ -35,16 +35,54 @@ from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage
 from tooluse.providers.base import Backend, SamplingParams, ToolChoice
 from tooluse.tools.definition import ToolDefinition
 
-if TYPE_CHECKING:
-    from tooluse.evals.evaluation import EvaluationResult
-
 __all__ = [
+    "EngineCounts",
+    "EvaluationOutcome",
     "Trajectory",
     "TrajectoryRunner",
     "TrajectoryStep",
     "message_to_dict",
     "write_trajectories",
 ]
+
+
+class EngineCounts(Protocol):
+    """How an evaluation's items went on the run engine (its ``EngineRun`` is one)."""
+
+    @property
+    def ran(self) -> int: ...
+
+    @property
+    def skipped(self) -> int: ...
+
+    @property
+    def failed(self) -> int: ...
+
+    @property
+    def seconds(self) -> float: ...
+
+    @property
+    def items_per_minute(self) -> float: ...
+
+
+class EvaluationOutcome(Protocol):
+    """What :meth:`TrajectoryRunner.run_evaluation` returns (the evaluation's
+    ``EvaluationResult`` is one; evals builds on envs, so envs names it by what it holds)."""
+
+    @property
+    def records(self) -> tuple[dict[str, Any], ...]: ...
+
+    @property
+    def summary(self) -> dict[str, Any]: ...
+
+    @property
+    def run(self) -> EngineCounts: ...
+
+    @property
+    def out(self) -> Path: ...
+
+    @property
+    def trajectories_path(self) -> Path: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -323,7 +361,7 @@ class TrajectoryRunner:
         concurrency: int = 1,
         engine: Literal["local", "ray"] = "local",
         **options: Any,
-    ) -> EvaluationResult:
+    ) -> EvaluationOutcome:
         """Play ``samples_per_task`` trajectories per task on the run engine into ``out``:
         JSONL written as they finish, resume after a kill, ``summary.json`` with pass@k and
         the mean reward per reward name and type (see :mod:`tooluse.evals.evaluation`).

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -44,20 +44,20 @@ from tooluse.local.decision_prompts import (
     latest_request,
     yes_no_messages,
 )
+from tooluse.local.profiles import ToolPromptProfile
 from tooluse.messages import ChatMessage
 from tooluse.tools.definition import ToolDefinition
-
-if TYPE_CHECKING:
-    from tooluse.local.backend import LlamaCppBackend
 
 __all__ = [
     "AlwaysCall",
     "AnyDecider",
     "DECIDERS",
+    "DecidingModel",
     "MarkerDecider",
     "NO",
     "NeverCall",
     "RelevanceDecider",
+    "ScoringContext",
     "TRAINED_RELEVANCE_THRESHOLD",
     "ToolDecider",
     "ToolDecision",
@@ -70,6 +70,41 @@ __all__ = [
     "rank_tools",
     "yes_no_messages",
 ]
+
+
+class ScoringContext(Protocol):
+    """What the deciders use of a model context (the local backend's token loops)."""
+
+    def tokenize(self, text: str) -> list[int]: ...
+
+    def prefill(self, tokens: list[int]) -> int: ...
+
+    def logits(self) -> np.ndarray: ...
+
+    def continuation_logprob(self, prefix: str, text: str) -> float: ...
+
+
+class DecidingModel(Protocol):
+    """What the deciders use of the local model (``LlamaCppBackend`` is one): its contexts,
+    its prompt and its call marker."""
+
+    # the ranking rank_tools made last, kept with the model: the decision and the narrowing of
+    # the call after it score the request once
+    _last_tool_ranking: Any
+
+    @property
+    def loop(self) -> ScoringContext: ...
+
+    @property
+    def profile(self) -> ToolPromptProfile: ...
+
+    def judging_loop(self) -> ScoringContext: ...
+
+    def scoring_loop(self) -> ScoringContext: ...
+
+    def render(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition] = ()
+    ) -> str: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,7 +121,7 @@ class ToolDecider(Protocol):
 
     def decide(
         self,
-        backend: LlamaCppBackend,
+        backend: DecidingModel,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition],
     ) -> ToolDecision: ...
@@ -97,7 +132,7 @@ class AlwaysCall:
 
     def decide(
         self,
-        backend: LlamaCppBackend,
+        backend: DecidingModel,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition],
     ) -> ToolDecision:
@@ -112,7 +147,7 @@ class NeverCall:
 
     def decide(
         self,
-        backend: LlamaCppBackend,
+        backend: DecidingModel,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition],
     ) -> ToolDecision:
@@ -135,7 +170,7 @@ class ScoringDecider:
 
     def decide(
         self,
-        backend: LlamaCppBackend,
+        backend: DecidingModel,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition],
     ) -> ToolDecision:
@@ -156,9 +191,7 @@ class ScoringDecider:
             reason=f"{self.name} score {score:.2f} vs threshold {self.threshold:.2f}: {verdict}",
         )
 
-    def score(
-        self, backend: LlamaCppBackend, request: str, tools: Sequence[ToolDefinition]
-    ) -> float:
+    def score(self, backend: DecidingModel, request: str, tools: Sequence[ToolDefinition]) -> float:
         raise NotImplementedError
 
 
@@ -170,9 +203,7 @@ class MarkerDecider(ScoringDecider):
     def __init__(self, threshold: float = -4.6) -> None:
         super().__init__(threshold)
 
-    def score(
-        self, backend: LlamaCppBackend, request: str, tools: Sequence[ToolDefinition]
-    ) -> float:
+    def score(self, backend: DecidingModel, request: str, tools: Sequence[ToolDefinition]) -> float:
         # the main context (the call that may follow uses the same prompt, cached by then),
         # or the base model's with judge="base"
         loop = backend.judging_loop()
@@ -197,7 +228,7 @@ class ModelDecider(ScoringDecider):
 
     def decide(
         self,
-        backend: LlamaCppBackend,
+        backend: DecidingModel,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition],
     ) -> ToolDecision:
@@ -222,12 +253,10 @@ class YesNoDecider(ScoringDecider):
         super().__init__(threshold)
 
     @staticmethod
-    def prompt(backend: LlamaCppBackend, request: str, tools: Sequence[ToolDefinition]) -> str:
+    def prompt(backend: DecidingModel, request: str, tools: Sequence[ToolDefinition]) -> str:
         return backend.render(yes_no_messages(request, tools))
 
-    def score(
-        self, backend: LlamaCppBackend, request: str, tools: Sequence[ToolDefinition]
-    ) -> float:
+    def score(self, backend: DecidingModel, request: str, tools: Sequence[ToolDefinition]) -> float:
         loop = backend.scoring_loop()
         loop.prefill(loop.tokenize(self.prompt(backend, request, tools)))
         logprobs = _log_softmax(loop.logits())
@@ -252,14 +281,12 @@ class RelevanceDecider(ScoringDecider):
     def __init__(self, threshold: float = -1.4) -> None:
         super().__init__(threshold)
 
-    def score(
-        self, backend: LlamaCppBackend, request: str, tools: Sequence[ToolDefinition]
-    ) -> float:
+    def score(self, backend: DecidingModel, request: str, tools: Sequence[ToolDefinition]) -> float:
         return rank_tools(backend, request, tools)[0][0]
 
 
 def rank_tools(
-    backend: LlamaCppBackend, request: str, tools: Sequence[ToolDefinition]
+    backend: DecidingModel, request: str, tools: Sequence[ToolDefinition]
 ) -> list[tuple[float, ToolDefinition]]:
     """Tools ordered by relevance to ``request`` (best first), with their scores.
 
@@ -292,7 +319,7 @@ def rank_tools(
 
 
 def narrowed_tools(
-    backend: LlamaCppBackend,
+    backend: DecidingModel,
     messages: Sequence[ChatMessage],
     tools: Sequence[ToolDefinition],
     *,
@@ -327,7 +354,7 @@ class AnyDecider:
 
     def decide(
         self,
-        backend: LlamaCppBackend,
+        backend: DecidingModel,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition],
     ) -> ToolDecision:
@@ -361,7 +388,7 @@ class TrainedDecider:
 
     def decide(
         self,
-        backend: LlamaCppBackend,
+        backend: DecidingModel,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolDefinition],
     ) -> ToolDecision:

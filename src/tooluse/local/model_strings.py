@@ -6,12 +6,41 @@ backend again. Pure: nothing here loads a model.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from tooluse.local.backend import LlamaCppBackend
+    from tooluse.local.grounding import GroundingCheck
 
-__all__ = ["parse_local_options", "spell_local_model", "trained_options"]
+__all__ = ["LocalModelSettings", "parse_local_options", "spell_local_model", "trained_options"]
+
+
+class LocalModelSettings(Protocol):
+    """What :func:`spell_local_model` reads of a local backend (``LlamaCppBackend`` is one)."""
+
+    @property
+    def model_path(self) -> Path: ...
+
+    @property
+    def lora_path(self) -> Path | None: ...
+
+    @property
+    def decider(self) -> object: ...
+
+    @property
+    def narrow_tools(self) -> bool | str: ...
+
+    @property
+    def grounding(self) -> GroundingCheck | None: ...
+
+    @property
+    def judge(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def lora_scale(self) -> float: ...
 
 
 def _is_scale(text: str) -> bool:
@@ -82,7 +111,7 @@ def trained_options() -> dict[str, Any]:
     return options
 
 
-def spell_local_model(backend: LlamaCppBackend) -> str:
+def spell_local_model(backend: LocalModelSettings) -> str:
     """The model string that loads ``backend`` again: ``local`` for the embedded model with
     the shipped adapter and its settings, else ``local:base`` (or ``llama-cpp:PATH``) and
     every setting that differs from the backend's defaults, in a fixed order."""
@@ -100,7 +129,7 @@ def spell_local_model(backend: LlamaCppBackend) -> str:
     return spec + suffixes
 
 
-def _suffixes(backend: LlamaCppBackend) -> str:
+def _suffixes(backend: LocalModelSettings) -> str:
     from tooluse.local.decision import DECIDERS
 
     adapted = backend.lora_path is not None

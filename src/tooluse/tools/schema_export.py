@@ -1,9 +1,9 @@
 """Provider schemas of a tool, with a report of every constraint an export dropped or changed.
 
-Exports are pure functions of a :class:`ToolDefinition`. The neutral argument schema is never
-changed: validation always checks the full neutral schema, so a constraint a provider cannot
-express (reported in :attr:`SchemaExport.changes` and mentioned in the description for the
-model) is still enforced when the arguments come back.
+Exports are pure functions of a :class:`~tooluse.tools.definition.ToolDefinition`. The
+neutral argument schema is never changed: validation always checks the full neutral schema, so
+a constraint a provider cannot express (reported in :attr:`SchemaExport.changes` and mentioned
+in the description for the model) is still enforced when the arguments come back.
 
 Strict mode (OpenAI structured outputs; also used for Anthropic and Bedrock ``strict``) makes
 every property required and every object closed, and keeps optional parameters optional in
@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tooluse.errors import SchemaExportError
 from tooluse.tools.json_schema_rewrite import (
@@ -26,11 +26,9 @@ from tooluse.tools.json_schema_rewrite import (
     resolve_ref,
 )
 
-if TYPE_CHECKING:
-    from tooluse.tools.definition import ToolDefinition
-
 __all__ = [
     "PROVIDERS",
+    "ExportableTool",
     "SchemaChange",
     "SchemaExport",
     "export_tool",
@@ -39,6 +37,29 @@ __all__ = [
 ]
 
 PROVIDERS = ("openai", "openai_responses", "anthropic", "gemini", "bedrock", "mcp")
+
+
+class ExportableTool(Protocol):
+    """What an export reads of a tool (a :class:`~tooluse.tools.definition.ToolDefinition`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters_schema(self) -> dict[str, Any]: ...
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None: ...
+
+    @property
+    def annotations(self) -> dict[str, Any]: ...
+
+    @property
+    def _cache(self) -> dict[str, Any]: ...  # a tool's exports are kept with it
+
 
 # OpenAI structured outputs: keywords accepted in strict mode (besides structure).
 _STRICT_ALLOWED = frozenset(
@@ -504,7 +525,7 @@ def to_gemini_parameters(schema: dict[str, Any]) -> tuple[dict[str, Any], list[S
     return _gemini_node(schema, schema, "", changes, 0), changes
 
 
-def export_tool(definition: ToolDefinition, provider: str, *, strict: bool = False) -> SchemaExport:
+def export_tool(definition: ExportableTool, provider: str, *, strict: bool = False) -> SchemaExport:
     """Export ``definition`` for ``provider`` (one of :data:`PROVIDERS`)."""
     cache_key = f"export:{provider}:{strict}"
     cached = definition._cache.get(cache_key)
@@ -516,7 +537,7 @@ def export_tool(definition: ToolDefinition, provider: str, *, strict: bool = Fal
 
 
 def _export_parameters(
-    definition: ToolDefinition, provider: str, *, strict: bool
+    definition: ExportableTool, provider: str, *, strict: bool
 ) -> tuple[dict[str, Any], list[SchemaChange], bool]:
     """The argument schema to send (strict when asked and possible), its changes, and whether
     it is strict."""
@@ -532,7 +553,7 @@ def _export_parameters(
     return params, [], False
 
 
-def _export(definition: ToolDefinition, provider: str, *, strict: bool) -> SchemaExport:
+def _export(definition: ExportableTool, provider: str, *, strict: bool) -> SchemaExport:
     params, changes, is_strict = _export_parameters(definition, provider, strict=strict)
     from tooluse.tools.tool_names import provider_tool_name
 

@@ -6,16 +6,21 @@ No ``mcp`` import here: these work on plain JSON Schema dicts and tooluse types.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tooluse.errors import ToolArgumentError
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 
-if TYPE_CHECKING:
-    from tooluse.execution.mcp.client import MCPToolExecutor
+__all__ = ["MCPCaller", "check_advertised_schema", "check_arguments", "make_tool_function"]
 
-__all__ = ["check_advertised_schema", "check_arguments", "make_tool_function"]
+
+class MCPCaller(Protocol):
+    """What an MCP tool's function uses of its client (``MCPToolExecutor`` is one)."""
+
+    async def execute_async(
+        self, call: ToolCall, *, timeout: float | None = None, validate: bool = True
+    ) -> ToolResult: ...
 
 
 def check_advertised_schema(schema: Any) -> str | None:
@@ -125,7 +130,7 @@ def check_arguments(definition: ToolDefinition, arguments: Mapping[str, Any]) ->
     )
 
 
-def make_tool_function(executor: MCPToolExecutor, name: str) -> Callable[..., Any]:
+def make_tool_function(executor: MCPCaller, name: str) -> Callable[..., Any]:
     """The async ``function`` of an MCP tool's ToolDefinition: calls the server.
 
     It returns the :class:`ToolResult` itself (text, structured content and ``is_error`` as the
