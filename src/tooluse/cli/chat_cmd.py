@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from tooluse.execution.mcp import SyncMCPToolExecutor
+    from tooluse.providers.base import Backend
 
 STOP_REASONS = {
     "max_tool_iters": "the tool-round limit was reached (--max-tool-iters)",
@@ -162,7 +166,7 @@ def _turn(console: Any, history: list[Any], run_turn: Any) -> tuple[list[Any], b
 
 def _start(
     console: Any, model: str, tools: Path | None, mcp: Path | None, max_tokens: int
-) -> tuple[Any, list[Any], bool, tuple[Any, dict[str, float]]]:
+) -> tuple[Backend, list[Any], bool, tuple[SyncMCPToolExecutor | None, dict[str, float]]]:
     """Load the tools and the model, start the MCP servers, set up line editing:
     ``(backend, tools, interactive, (MCP client or None, the MCP tools' time limits))``."""
     from tooluse.cli.local_cmd import load_module, tools_of
@@ -172,7 +176,7 @@ def _start(
     if tools is not None and not tool_list:
         raise typer.BadParameter(f"{tools} defines no @tool functions", param_hint="--tools")
     backend = load_backend(model, console)
-    client: Any = None
+    client: SyncMCPToolExecutor | None = None
     timeouts: dict[str, float] = {}
     if mcp is not None:
         from tooluse.cli.chat_mcp import open_mcp_servers
@@ -240,7 +244,7 @@ def chat(
 
 def _chat_loop(
     console: Any,
-    backend: Any,
+    backend: Backend,
     loop_options: dict[str, Any],
     interactive: bool,
     system: str | None,

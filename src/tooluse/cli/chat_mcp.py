@@ -13,7 +13,12 @@ import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tooluse.execution.mcp import SyncMCPToolExecutor
+    from tooluse.providers.base import Backend
+    from tooluse.tools.definition import ToolDefinition
 
 __all__ = ["TerminalAsker", "open_mcp_servers"]
 
@@ -165,8 +170,8 @@ CHAT_MCP_TIMEOUT = 600.0
 
 
 def open_mcp_servers(
-    path: Path, console: Any, backend: Any, max_tokens: int
-) -> tuple[Any, list[Any], dict[str, float]]:
+    path: Path, console: Any, backend: Backend, max_tokens: int
+) -> tuple[SyncMCPToolExecutor, list[ToolDefinition], dict[str, float]]:
     """The chat's MCP client (a started ``SyncMCPToolExecutor``), its tools and their time
     limits for the loop; a server that cannot start ends the chat with exit code 1."""
     import typer

@@ -31,7 +31,7 @@ __all__ = ["Conversation", "Participant"]
 
 FORMAT_VERSION = 1
 
-BackendSource = Union[Mapping[str, Any], Callable[[str], Any], None]
+BackendSource = Union[Mapping[str, Backend], Callable[[str], Backend], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -255,7 +255,7 @@ def _resolve_tool(registry: Any, name: str) -> Any:
     return registry.get(name)
 
 
-def _resolve_backend(backends: BackendSource, participant: str, spec: str) -> Any:
+def _resolve_backend(backends: BackendSource, participant: str, spec: str) -> Backend:
     if isinstance(backends, Mapping):
         if participant in backends:
             return backends[participant]

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
 
 from tooluse.events import StreamEvent, TextDelta
-from tooluse.formats.base import ParsedToolResponse, collect_events
+from tooluse.formats.base import ParsedToolResponse, ToolCallParser, collect_events
 from tooluse.messages import ChatMessage, ToolCall, ToolResult, Usage, new_call_id
 from tooluse.providers.base import (
     BaseBackend,
@@ -43,7 +43,7 @@ class TextToolsBackend(BaseBackend):
     wrote, so that the next prompt replays its own words.
     """
 
-    def __init__(self, upstream: Any, parser: Any) -> None:
+    def __init__(self, upstream: object, parser: ToolCallParser) -> None:
         self.upstream = as_backend(upstream)
         self.parser = parser
         self.name = getattr(upstream, "model", None) or getattr(upstream, "name", "") or ""

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tooluse.providers.base import Backend
 from tooluse.train.data import (
@@ -26,6 +26,9 @@ from tooluse.train.data import (
     render_examples,
 )
 from tooluse.train.sft import ADAPTER_FILE, CARD_FILE, SFTOptions, run_sft, write_json
+
+if TYPE_CHECKING:
+    from tooluse.local.backend import LlamaCppBackend
 
 __all__ = ["RFTOptions", "run_rft"]
 
@@ -51,7 +54,7 @@ class RFTOptions:
     start_adapter: Path | None = None
 
 
-def _backend(adapter: Path | None) -> Any:
+def _backend(adapter: Path | None) -> LlamaCppBackend:
     from tooluse.local.backend import LlamaCppBackend
 
     return LlamaCppBackend.default(n_ctx=2048, lora_path=adapter)

@@ -31,7 +31,7 @@ from tooluse.execution.mcp.server_requests import (
     SamplingRequest,
 )
 from tooluse.messages import ChatMessage, ToolCall
-from tooluse.providers.base import GenerationResult, SamplingParams, as_backend
+from tooluse.providers.base import Backend, GenerationResult, SamplingParams, as_backend
 
 __all__ = [
     "REFUSED",
@@ -138,7 +138,7 @@ def create_message_result(result: GenerationResult, *, model: str) -> Any:
     )
 
 
-def _model_name(backend: Any) -> str:
+def _model_name(backend: Backend) -> str:
     for attribute in ("model", "model_name", "name"):
         value = getattr(backend, attribute, None)
         if isinstance(value, str) and value:
