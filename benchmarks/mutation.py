@@ -97,6 +97,7 @@ GROUPS: dict[str, tuple[list[str], list[str]]] = {
             "tests/test_loop_properties.py",
             "tests/test_loop_text_mode.py",
             "tests/test_mutants_loop.py",
+            "tests/test_resume_in_flight.py",
         ],
     ),
     "grammar": (
