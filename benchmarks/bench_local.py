@@ -295,7 +295,7 @@ def bench_speed(backend: Any, llama_cpp: Any) -> dict[str, Any]:
 
 def bench_grammar(backend: Any, llama_cpp: Any) -> dict[str, Any]:
     """Same tool prompt: unconstrained vs tooluse's lazy grammar vs llama.cpp's grammar."""
-    from tooluse.local.decoding import DecodeSettings
+    from tooluse.local.sampling import DecodeSettings
 
     messages = [ChatMessage.user("What's the weather in Paris in celsius?")]
     prompt_text = backend.render(messages, TOOLS)

@@ -151,17 +151,55 @@ def test_a_slow_item_times_out_and_a_fresh_worker_takes_the_next(tmp_path):
 def test_the_factory_runs_once_per_worker_thread(tmp_path):
     made: list[str] = []
     lock = threading.Lock()
-    all_three = threading.Barrier(3)
+    later_two = threading.Barrier(2)
 
     def factory():
         with lock:
             made.append(threading.current_thread().name)
-        all_three.wait(timeout=10)  # passes only if three workers really run at once
-        return lambda item: {"thread": threading.current_thread().name}
+            first = len(made) == 1
+        if not first:  # the first worker is made alone, the others at once
+            later_two.wait(timeout=10)
+
+        def work(item):
+            time.sleep(0.05)  # busy long enough that each thread needs a worker of its own
+            return {"thread": threading.current_thread().name}
+
+        return work
 
     run = run_items(items(20), factory, tmp_path / "r.jsonl", concurrency=3, progress=False)
     assert len(made) == 3 == len(set(made))
     assert {r["thread"] for r in run.records} <= set(made)
+
+
+def test_a_worker_taking_several_items_serves_that_many_threads(tmp_path):
+    made: list[object] = []
+    running: dict[int, int] = {}
+    most: dict[int, int] = {}
+    lock = threading.Lock()
+    four_at_once = threading.Barrier(4)
+
+    class Batched:
+        concurrency = 4  # its model decodes four requests together
+
+        def __call__(self, item):
+            with lock:
+                running[id(self)] = running.get(id(self), 0) + 1
+                most[id(self)] = max(most.get(id(self), 0), running[id(self)])
+            if item.payload < 4:
+                four_at_once.wait(timeout=10)  # the first four run on it together
+            time.sleep(0.01)
+            with lock:
+                running[id(self)] -= 1
+            return {"worker": id(self)}
+
+    def factory():
+        made.append(1)
+        return Batched()
+
+    run = run_items(items(24), factory, tmp_path / "r.jsonl", concurrency=8, progress=False)
+    assert run.failed == 0 and len(run.records) == 24
+    assert len(made) == 2  # eight threads, four items per worker: two workers, not eight
+    assert max(most.values()) == 4 and all(m <= 4 for m in most.values())
 
 
 def test_bad_input_is_refused_before_any_work(tmp_path):

@@ -11,7 +11,7 @@ from tooluse import ChatMessage, SamplingParams, ToolDefinition, ToolParameter
 from tooluse.events import ParseError
 from tooluse.local import LlamaCppBackend
 from tooluse.local.call_shape import count_values
-from tooluse.local.decoding import DecodeSettings, JsonStringState, is_looping
+from tooluse.local.sampling import DecodeSettings, JsonStringState, is_looping
 from tooluse.local.grammar import minimal_instance
 from tooluse.providers.base import GenerationDone
 

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from tooluse.errors import GrammarError
-from tooluse.local.decoding import GrammarSampler
+from tooluse.local.sampling import GrammarSampler
 from tooluse.local.grammar import schema_to_gbnf
 
 pytestmark = pytest.mark.slow

@@ -46,7 +46,8 @@ def register(app: typer.Typer) -> None:
             None,
             "--concurrency",
             min=1,
-            help="Generations at once (default: 1 for a local model, 8 for a remote one).",
+            help="Generations at once (default: a local model's batch size, its requests "
+            "decoded together; 8 for a remote one).",
         ),
     ) -> None:
         """Serve a model over the OpenAI Chat Completions API, with reliable tool calls."""
@@ -66,7 +67,7 @@ def register(app: typer.Typer) -> None:
             id=served_id,
             backend=backend,
             aliases=aliases,
-            max_concurrent=concurrency or (1 if is_local else 8),
+            max_concurrent=concurrency or int(getattr(backend, "batch_size", 8)),
             max_queue=max_queue,
         )
         application = create_app([served], api_key=api_key)

@@ -12,6 +12,10 @@
                     make_worker, "results.jsonl", concurrency=2)
     run.records, run.ran, run.skipped, run.failed, run.items_per_minute
 
+A worker that takes several items at once (``concurrency`` > 1: its model batches concurrent
+requests, as the embedded model does) serves that many of the ``concurrency`` threads, so
+``concurrency=8`` with such a worker loads one model, not eight.
+
 Each finished item is appended to the results file at once, as ``{"key": ..., **record}``,
 and flushed, so a run killed at any point loses only the items in flight. Running again with
 the same file skips the items already there (the resume key is ``WorkItem.key``); a half-written
@@ -51,6 +55,7 @@ from tooluse.evals.engine_types import (
     WorkItem,
     call_worker,
     error_record,
+    worker_capacity,
 )
 from tooluse.evals.results import ResultsFile, read_results, repair_results
 from tooluse.interrupts import clear_stop_request, request_stop
@@ -168,6 +173,55 @@ def _call_with_timeout(
     return box[0], False
 
 
+class _WorkerPool:
+    """Workers shared by the local engine's threads: a thread takes a worker with room for one
+    more item (``concurrency``), and a new worker is made only when every one is full. The
+    first worker is made alone (threads starting together wait to learn how many items it
+    takes, rather than each loading a model); later ones are made concurrently."""
+
+    def __init__(self, make_worker: WorkerFactory) -> None:
+        self._make = make_worker
+        self._cond = threading.Condition()
+        self._workers: list[Worker] = []
+        self._free: dict[int, int] = {}  # id(worker) -> places left
+        self._known = False  # whether a worker has told its capacity
+        self._making = 0
+
+    def take(self) -> Worker:
+        with self._cond:
+            while True:
+                for worker in self._workers:
+                    if self._free[id(worker)] > 0:
+                        self._free[id(worker)] -= 1
+                        return worker
+                if self._known or not self._making:
+                    break
+                self._cond.wait()
+            self._making += 1
+        try:
+            worker = self._make()
+        finally:
+            with self._cond:
+                self._making -= 1
+                self._cond.notify_all()
+        with self._cond:
+            self._known = True
+            self._workers.append(worker)
+            self._free[id(worker)] = worker_capacity(worker) - 1
+            self._cond.notify_all()
+        return worker
+
+    def give_back(self, worker: Worker) -> None:
+        with self._cond:
+            self._free[id(worker)] += 1
+            self._cond.notify_all()
+
+    def drop(self, worker: Worker) -> None:
+        """``worker`` is still busy with an abandoned call: no item goes to it again."""
+        with self._cond:
+            self._workers.remove(worker)
+
+
 def _run_local(
     todo: Sequence[WorkItem],
     make_worker: WorkerFactory,
@@ -181,27 +235,29 @@ def _run_local(
         pending.put(item)
     finished: queue.Queue[Any] = queue.Queue()
     stop = threading.Event()
+    pool = _WorkerPool(make_worker)
 
     def slot() -> None:
-        worker: Worker | None = None
         try:
             while not stop.is_set():
                 try:
                     item = pending.get_nowait()
                 except queue.Empty:
                     return
-                if worker is None:
-                    try:
-                        worker = make_worker()
-                    except Exception as exc:  # the run cannot go on without workers
-                        finished.put(exc)
-                        return
+                try:
+                    worker = pool.take()
+                except Exception as exc:  # the run cannot go on without workers
+                    finished.put(exc)
+                    return
                 if item_timeout is None:
                     record = call_worker(worker, item)
                 else:
                     record, timed_out = _call_with_timeout(worker, item, item_timeout)
                     if timed_out:
-                        worker = None  # still busy with the abandoned call: start a fresh one
+                        pool.drop(worker)  # still busy with the abandoned call
+                        finished.put((item, record))
+                        continue
+                pool.give_back(worker)
                 finished.put((item, record))
         finally:
             finished.put(_DONE)

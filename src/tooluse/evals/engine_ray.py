@@ -1,16 +1,17 @@
 """The Ray side of the run engine: the only module that imports ``ray``.
 
 Each actor calls the worker factory once (the model is loaded once per actor) and then runs
-one item at a time; the driver keeps every actor busy, writes each record as it arrives, and
+as many items at once as its worker takes (``concurrency``: a batched local model decodes
+them together; one otherwise), on the actor's threads; the driver keeps every actor busy, writes each record as it arrives, and
 when an actor dies (killed, out of memory, node lost) starts a new one and gives the item
 again, up to ``max_retries`` times, after which the item gets a ``worker_lost`` error record.
 An item past ``item_timeout`` has its actor killed and replaced, and gets a ``timeout`` record.
 
 Two things keep the actors from waiting on the driver:
 
-* **Pipelining**: without ``item_timeout`` each actor holds a second item in its queue, so it
-  starts the next one the moment it finishes (no round trip to the driver in between). With a
-  timeout an actor holds one item, so an item's clock starts when it starts.
+* **Pipelining**: without ``item_timeout`` each actor holds one item more than it runs, so it
+  starts the next one the moment one finishes (no round trip to the driver in between). With a
+  timeout an actor holds only what it runs, so an item's clock starts when it starts.
 * **Actor reuse**: when the Ray session outlives the run (``ray.init`` was called by the
   caller, or an ``address`` is given), the actors of a finished run stay alive and the next run
   with the same worker factory takes them: no new processes, no second model load.
@@ -31,12 +32,15 @@ from tooluse.evals.engine_types import (
     WorkItem,
     call_worker,
     error_record,
+    worker_capacity,
 )
 
 __all__ = ["ensure_ray", "release_workers", "run_on_ray"]
 
 #: Idle actors of finished runs, by the digest of their worker factory (see the module doc).
 _KEPT: dict[str, list[Any]] = {}
+#: The most items one actor runs at once (its threads; its worker's ``concurrency`` decides).
+MAX_ACTOR_ITEMS = 32
 
 
 def _import_ray() -> Any:
@@ -72,13 +76,15 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None) -> bo
 
 
 class _WorkerActor:
-    """Holds one worker (made once) and runs items on it."""
+    """Holds one worker (made once) and runs items on it, several at once when the worker
+    takes several (the actor is threaded)."""
 
     def __init__(self, make_worker: WorkerFactory) -> None:
         self._worker = make_worker()
 
-    def ready(self) -> bool:
-        return True
+    def ready(self) -> int:
+        """How many items the actor runs at once."""
+        return min(MAX_ACTOR_ITEMS, worker_capacity(self._worker))
 
     def run(self, item: WorkItem) -> dict[str, Any]:
         return call_worker(self._worker, item)
@@ -101,14 +107,17 @@ class _RayPool:
         self.ray = ray
         self.emit = emit
         self.max_retries = max_retries
-        self.depth = depth  # items an actor holds at once (running + queued)
-        self.actor_class = ray.remote(num_cpus=cpus_per_worker, max_restarts=0)(_WorkerActor)
+        self.depth = depth  # items an actor holds beyond those it runs (queued)
+        self.actor_class = ray.remote(
+            num_cpus=cpus_per_worker, max_restarts=0, max_concurrency=MAX_ACTOR_ITEMS + 1
+        )(_WorkerActor)
         self.factory_ref = ray.put(make_worker)
         self.waiting: deque[WorkItem] = deque(todo)
         self.attempts: dict[str, int] = {}
         # in flight: object ref -> (actor, item, started)
         self.flight: dict[Any, tuple[Any, WorkItem, float]] = {}
         self.load: dict[Any, int] = {}  # ready actor -> items it holds
+        self.room: dict[Any, int] = {}  # ready actor -> items it may hold
         # actors still loading their worker: readiness ref -> actor (items go only to ready
         # actors, so an item's timeout never counts a model load)
         self.starting: dict[Any, Any] = {}
@@ -141,7 +150,7 @@ class _RayPool:
 
     def assign(self) -> None:
         for actor in sorted(self.load, key=self.load.__getitem__):
-            while self.waiting and self.load[actor] < self.depth:
+            while self.waiting and self.load[actor] < self.room[actor]:
                 item = self.waiting.popleft()
                 self.flight[actor.run.remote(item)] = (actor, item, time.monotonic())
                 self.load[actor] += 1
@@ -176,13 +185,14 @@ class _RayPool:
 
         actor = self.starting.pop(ref)
         try:
-            self.ray.get(ref)
+            runs = self.ray.get(ref)
         except (RayActorError, WorkerCrashedError, RayTaskError) as exc:
             if actor not in self.reused:
                 raise _failed_start(exc) from exc
             self.new_actor()  # a kept actor died in between: start a fresh one
             return
         self.load[actor] = 0
+        self.room[actor] = max(1, int(runs)) + self.depth
 
     def expire(self, item_timeout: float) -> None:
         """Give a ``timeout`` record to items running longer than ``item_timeout``."""
@@ -268,7 +278,7 @@ def run_on_ray(  # noqa: PLR0913 - the engine's options, keyword-only
         emit,
         cpus_per_worker=cpus_per_worker,
         max_retries=max_retries,
-        depth=1 if item_timeout is not None else 2,
+        depth=0 if item_timeout is not None else 1,
     )
     digest = None if started_here else _digest(ray, make_worker)
     if digest is not None:  # kept actors fit a run that reserves the same CPUs per actor

@@ -19,6 +19,7 @@ __all__ = [
     "WorkerFactory",
     "call_worker",
     "error_record",
+    "worker_capacity",
 ]
 
 
@@ -30,7 +31,8 @@ class WorkItem:
     payload: Any
 
 
-#: A worker: one JSON-able record per item.
+#: A worker: one JSON-able record per item. A worker that can take several items at once (its
+#: model decodes concurrent requests together) says how many in a ``concurrency`` attribute.
 Worker = Callable[[WorkItem], dict[str, Any]]
 #: A picklable zero-argument callable, called once per worker (thread or Ray actor).
 WorkerFactory = Callable[[], Worker]
@@ -91,3 +93,9 @@ def call_worker(worker: Worker, item: WorkItem) -> dict[str, Any]:
     if not isinstance(record, dict):
         return error_record(None, "exception", f"worker returned {type(record).__name__}, not dict")
     return record
+
+
+def worker_capacity(worker: Worker) -> int:
+    """How many items ``worker`` takes at once: its ``concurrency`` attribute, else 1."""
+    value = getattr(worker, "concurrency", 1)
+    return value if isinstance(value, int) and value > 1 else 1

@@ -1,13 +1,14 @@
 """``LlamaCppBackend``: a GGUF model run in-process by llama.cpp, with grammar-constrained calls.
 
-One ``Llama`` object lives as long as the backend, so the KV cache of a repeated prompt prefix
-(the system prompt with the tools) is reused between calls. All entry points (sync, async,
-streaming) go through one generator, :meth:`LlamaCppBackend.stream`.
+One ``Llama`` object holds the model as long as the backend lives; its tokens are decoded by a
+:class:`~tooluse.local.batching.BatchEngine` on that model, so concurrent requests (threads,
+``agenerate``/``astream`` calls, a server's clients) share each decode step, and the KV cache of
+a repeated prompt prefix (the system prompt with the tools) is reused between calls. All entry
+points (sync, async, streaming) go through one generator, :meth:`LlamaCppBackend.stream`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -17,6 +18,7 @@ from typing import Any, Literal
 
 from tooluse.errors import BackendError, ToolNotFoundError
 from tooluse.events import TextDelta
+from tooluse.local.batching import BatchEngine
 from tooluse.local.call_shape import call_budget, call_grammar_text
 from tooluse.local.chat_prompt import ChatTemplateError, render_prompt
 from tooluse.local.decision import (
@@ -26,12 +28,12 @@ from tooluse.local.decision import (
     latest_request,
     narrowed_tools,
 )
-from tooluse.local.decoding import DecodeSettings, GrammarSampler, TokenLoop
 from tooluse.local.grounding import REPEATED_CALLS, GroundingCheck
 from tooluse.local.model_files import check_lora_path, check_model_path, default_model_path
 from tooluse.local.model_strings import spell_local_model
 from tooluse.local.profiles import ToolPromptProfile, profile_for
 from tooluse.local.runtime import import_llama_cpp
+from tooluse.local.sampling import DecodeSettings, GrammarSampler
 from tooluse.local.side_contexts import SideContexts
 from tooluse.local.threads import default_threads, llama_thread_options
 from tooluse.local.turns import Decoded, Turn, TurnPlan, call_turn_events
@@ -53,6 +55,8 @@ from tooluse.tools.definition import ToolDefinition
 __all__ = ["LlamaCppBackend", "TurnPlan"]
 
 DEFAULT_MAX_TOKENS = 256
+#: The context of the ``Llama`` object itself, which does not decode (its engine does).
+LLAMA_OWN_CONTEXT = 256
 
 
 class LlamaCppBackend(BaseBackend):
@@ -97,9 +101,12 @@ class LlamaCppBackend(BaseBackend):
     - ``chat_template`` overrides the template stored in the GGUF file (required when the file
       has none).
     - ``kv_snapshots`` (default 2): how many earlier prompts' KV caches the context keeps
-      aside. A turn that may call shows the tools and a text answer does not, so the two
-      prompts take turns; each switch evaluated the whole tool list again (11 seconds for
-      a BFCL world's 2,300 tokens). 0 keeps only the live prompt.
+      aside in idle sequence slots. A turn that may call shows the tools and a text answer
+      does not, so the two prompts take turns; each switch evaluated the whole tool list
+      again (11 seconds for a BFCL world's 2,300 tokens). 0 keeps only the latest prompt.
+    - ``batch_size``: how many requests decode together (concurrent calls share each step:
+      :class:`~tooluse.local.batching.BatchEngine`); ``None`` chooses it from the KV memory
+      ``n_ctx`` tokens take per sequence (8 for SmolLM2 at 4096). A request past it waits.
     - ``lora_path``: a llama.cpp GGUF LoRA adapter applied on the model (``tooluse train``
       writes one). With an adapter the model chooses for itself by default: ``narrow_tools``
       is off and the decider is :class:`~tooluse.local.decision.ModelDecider` (call when the
@@ -136,6 +143,7 @@ class LlamaCppBackend(BaseBackend):
         seed: int | None = None,
         lora_path: str | Path | None = None,
         kv_snapshots: int = 2,
+        batch_size: int | None = None,
         grounding: GroundingCheck | None = GroundingCheck(),  # noqa: B008 - frozen, shared
         judge: Literal["model", "base"] = "model",
         text: Literal["model", "base"] = "model",
@@ -151,9 +159,11 @@ class LlamaCppBackend(BaseBackend):
         llama_cpp = import_llama_cpp()
         threads = n_threads if n_threads is not None else default_threads()
         try:
+            # the Llama holds the weights, vocabulary and adapter; its own context is not used
+            # for decoding (the batch engine has one), so it is kept small
             self.llm = llama_cpp.Llama(
                 model_path=str(path),
-                n_ctx=n_ctx,
+                n_ctx=min(n_ctx, LLAMA_OWN_CONTEXT),
                 n_batch=n_batch,
                 **llama_thread_options(threads),
                 lora_path=str(lora) if lora is not None else None,
@@ -187,7 +197,17 @@ class LlamaCppBackend(BaseBackend):
         self.strict_grammar = strict_grammar
         self.max_tokens = max_tokens
         self.seed = seed
-        self.loop = TokenLoop(self.llm, snapshots=kv_snapshots)
+        self.engine = BatchEngine(
+            self.llm,
+            n_ctx=n_ctx,
+            batch=batch_size,
+            keep=kv_snapshots,
+            n_batch=n_batch,
+            threads=threads,
+            lora=getattr(self.llm, "_lora_adapter", None),
+            lora_scale=lora_scale,
+        )
+        self.loop = self.engine  # the main context (the name earlier code and tests use)
         if decider is None:
             decider = ModelDecider() if adapted else default_decider()
         self.decider = decider
@@ -196,12 +216,13 @@ class LlamaCppBackend(BaseBackend):
         self.text = text
         self.lora_scale = lora_scale
         self._sides = SideContexts(
-            model_path=path,
-            lora_path=lora,
-            lora_scale=lora_scale,
+            llm=self.llm,
+            adapted=adapted,
             judge=judge,
+            n_ctx=n_ctx,
+            batch=batch_size,
+            keep=kv_snapshots,
             threads=threads,
-            snapshots=kv_snapshots,
         )
         self._last_tool_ranking: Any = None
         self._lock = threading.RLock()
@@ -241,39 +262,40 @@ class LlamaCppBackend(BaseBackend):
 
     @property
     def n_ctx(self) -> int:
-        return self.loop.n_ctx
+        return self.engine.n_ctx
 
-    def scoring_loop(self) -> TokenLoop:
-        """A second, small context over the same model file, for decision scoring.
+    @property
+    def batch_size(self) -> int:
+        """How many requests decode together."""
+        return self.engine.batch
 
-        It keeps logits for every position (for continuation log-probabilities) and leaves the
-        main context's prompt cache untouched. Created on first use; with ``judge="base"`` it
-        has no adapter.
-        """
-        return self._sides.scoring()
+    def scoring_loop(self) -> BatchEngine:
+        """The context decision scores are read from (continuation log-probabilities): the
+        main one, or with ``judge="base"`` and an adapter the base model's; its sequences
+        leave the main prompts' caches in their own slots."""
+        return self._sides.judging(self.engine)
 
-    def judging_loop(self) -> TokenLoop:
+    def judging_loop(self) -> BatchEngine:
         """The context the marker decider reads: the main one, or with ``judge="base"`` and
         an adapter, a context of the base model alone, as long as the main one (created on
         first use; it evaluates the tool prompt a second time)."""
-        return self._sides.judging(self.loop)
+        return self._sides.judging(self.engine)
 
-    def text_loop(self) -> TokenLoop:
+    def text_loop(self) -> BatchEngine:
         """The context that writes text answers: the main one, or with ``text="base"`` and an
         adapter the base model's (the one ``judge="base"`` reads)."""
-        return self._sides.base(self.loop) if self.text == "base" else self.loop
+        return self._sides.base(self.engine) if self.text == "base" else self.engine
 
-    def _loop_of(self, turn: Turn) -> TokenLoop:
+    def _loop_of(self, turn: Turn) -> BatchEngine:
         """The context that decodes ``turn``: a text turn's is :meth:`text_loop`."""
-        return self.text_loop() if turn.plan.mode == "text" else self.loop
+        return self.text_loop() if turn.plan.mode == "text" else self.engine
 
     def close(self) -> None:
         """Free the model and its grammars now rather than at garbage collection."""
         with self._lock:
-            for grammar in self._grammars.values():
-                grammar.close()
-            self._grammars.clear()
+            self._grammars.clear()  # each is freed once no turn holds it
             self._sides.close()
+            self.engine.close()
             close = getattr(self.llm, "close", None)
             if callable(close):
                 close()
@@ -314,7 +336,7 @@ class LlamaCppBackend(BaseBackend):
         return prompt, completion[: end + len(self._eos)] if end >= 0 else completion.rstrip()
 
     def count_tokens(self, text: str) -> int:
-        return len(self.loop.tokenize(text))
+        return len(self.engine.tokenize(text))
 
     # -- planning -----------------------------------------------------------------------------
 
@@ -338,8 +360,7 @@ class LlamaCppBackend(BaseBackend):
             return TurnPlan(mode="free", tools=tools, show_tools=True, reason="unconstrained")
         if tool_choice == "required":
             return TurnPlan(mode="call", tools=tools, show_tools=True, reason="required")
-        with self._lock:
-            decision = self.decider.decide(self, messages, tools)
+        decision = self.decider.decide(self, messages, tools)
         if decision.call:
             return TurnPlan(mode="call", tools=tools, show_tools=True, reason=decision.reason)
         return TurnPlan(mode="text", reason=decision.reason)
@@ -347,12 +368,14 @@ class LlamaCppBackend(BaseBackend):
     def grammar_for(self, tools: Sequence[ToolDefinition], parallel: bool) -> GrammarSampler:
         """The compiled call grammar for ``tools`` (cached by its text)."""
         gbnf = self.call_grammar_text(tools, parallel)
-        grammar = self._grammars.get(gbnf)
-        if grammar is None:
-            grammar = GrammarSampler(self.llm, gbnf)
-            if len(self._grammars) >= 16:
-                self._grammars.pop(next(iter(self._grammars))).close()
-            self._grammars[gbnf] = grammar
+        with self._lock:
+            grammar = self._grammars.get(gbnf)
+            if grammar is None:
+                grammar = GrammarSampler(self.llm, gbnf)
+                if len(self._grammars) >= 16:
+                    # not closed here: a turn in flight may hold it (freed once none does)
+                    self._grammars.pop(next(iter(self._grammars)))
+                self._grammars[gbnf] = grammar
         return grammar
 
     def call_grammar_text(self, tools: Sequence[ToolDefinition], parallel: bool = False) -> str:
@@ -372,16 +395,15 @@ class LlamaCppBackend(BaseBackend):
         if not messages:
             raise BackendError("cannot generate from an empty conversation")
         params = params or SamplingParams()
-        with self._lock:
-            turn = self._prepare_turn(messages, tools, tool_choice, params)
+        turn = self._prepare_turn(messages, tools, tool_choice, params)
+        decoded = Decoded()
+        yield from self._decode(turn, decoded)
+        spent = (len(turn.prompt), decoded.count, decoded.text)
+        ungrounded = self._ungrounded(turn, messages, tool_choice, decoded.text)
+        if ungrounded is not None:  # a guessed call: the turn answers in text instead
+            turn = self._instead_turn(turn, messages, params, ungrounded)
             decoded = Decoded()
             yield from self._decode(turn, decoded)
-            spent = (len(turn.prompt), decoded.count, decoded.text)
-            ungrounded = self._ungrounded(turn, messages, tool_choice, decoded.text)
-            if ungrounded is not None:  # a guessed call: the turn answers in text instead
-                turn = self._instead_turn(turn, messages, params, ungrounded)
-                decoded = Decoded()
-                yield from self._decode(turn, decoded)
         usage = Usage(
             input_tokens=len(turn.prompt) + (spent[0] if ungrounded else 0),
             output_tokens=decoded.count + (spent[1] if ungrounded else 0),
@@ -389,7 +411,9 @@ class LlamaCppBackend(BaseBackend):
         )
         settings = turn.settings
         used = self._loop_of(turn)
-        hit_limit = decoded.count >= settings.max_tokens or used.llm.n_tokens >= used.n_ctx
+        hit_limit = (
+            decoded.count >= settings.max_tokens or len(turn.prompt) + decoded.count >= used.n_ctx
+        )
         raw: dict[str, Any] = {"plan": turn.plan.reason, "output": decoded.text}
         if ungrounded:
             raw["refused_calls"] = spent[2]
@@ -414,9 +438,9 @@ class LlamaCppBackend(BaseBackend):
         tool_choice: ToolChoice,
         params: SamplingParams,
     ) -> Turn:
-        """The plan, prompt, decode settings and grammar of one turn (under the lock)."""
+        """The plan, prompt, decode settings and grammar of one turn."""
         plan = self.plan(messages, tools, tool_choice)
-        prompt = self.loop.tokenize(self.render(messages, plan.tools if plan.show_tools else ()))
+        prompt = self.engine.tokenize(self.render(messages, plan.tools if plan.show_tools else ()))
         settings = self._settings(params, len(prompt))
         if plan.mode == "text" and latest_request(messages)[1]:
             # an answer from tool results that starts repeating itself has said its piece
@@ -464,7 +488,7 @@ class LlamaCppBackend(BaseBackend):
         near-topic call the request does not need, so its calls pass the check more often;
         whether a call is guessed is part of the judgement the untouched model keeps."""
         judging = self.judging_loop()
-        if judging is self.loop or self.grounding is None or latest_request(messages)[1]:
+        if judging is self.engine or self.grounding is None or latest_request(messages)[1]:
             return None
         pieces = [step.text for step in judging.run(turn.prompt, turn.settings, turn.grammar)]
         calls = self.profile.parse_constrained("".join(pieces)).calls
@@ -490,7 +514,7 @@ class LlamaCppBackend(BaseBackend):
                 grammar=self.grammar_for(terminal, False),
                 parallel=False,
             )
-        prompt = self.loop.tokenize(self.render(messages))
+        prompt = self.engine.tokenize(self.render(messages))
         if reason == REPEATED_CALLS:
             reason += ": answered in text"
         plan = TurnPlan(mode="text", reason=reason)
@@ -530,8 +554,15 @@ class LlamaCppBackend(BaseBackend):
         params: SamplingParams | None = None,
         tool_choice: ToolChoice = "auto",
     ) -> GenerationResult:
-        """:meth:`generate` on a worker thread, keeping the event loop free."""
-        return await asyncio.to_thread(self.generate, messages, tools, params, tool_choice)
+        """:meth:`generate` on a worker thread of its own, keeping the event loop free;
+        concurrent calls decode together, and a cancelled call stops its sequence."""
+        result: GenerationResult | None = None
+        async for item in self.astream(messages, tools, params, tool_choice):
+            if isinstance(item, GenerationDone):
+                result = item.result
+        if result is None:
+            raise BackendError("the local model's stream ended without a result")
+        return result
 
     async def astream(
         self,
@@ -540,10 +571,8 @@ class LlamaCppBackend(BaseBackend):
         params: SamplingParams | None = None,
         tool_choice: ToolChoice = "auto",
     ) -> AsyncIterator[StreamItem]:
-        """:meth:`stream` run on one worker thread, its events handed to the loop.
-
-        One thread drives the whole generator because it holds the model's lock while it runs.
-        """
+        """:meth:`stream` run on a worker thread of its own, its events handed to the loop;
+        stopping early (or cancelling) ends the generation at its next token."""
         async for event in aiter_on_thread(
             lambda: self.stream(messages, tools, params, tool_choice),
             name="tooluse-llama-stream",
@@ -568,18 +597,18 @@ class LlamaCppBackend(BaseBackend):
         prompt_tokens: int,
     ) -> DecodeSettings:
         budget, reserve = self.call_budget(tools, parallel)
-        room = self.loop.n_ctx - prompt_tokens
+        room = self.engine.n_ctx - prompt_tokens
         max_tokens = max(1, min(max(settings.max_tokens, budget), room))
         return replace(settings, max_tokens=max_tokens, close_within=min(reserve, max_tokens))
 
     def _settings(self, params: SamplingParams, prompt_tokens: int) -> DecodeSettings:
-        room = self.loop.n_ctx - prompt_tokens
+        room = self.engine.n_ctx - prompt_tokens
         if room <= 0:
             from tooluse.errors import ContextLengthError
 
             raise ContextLengthError(
                 f"the prompt has {prompt_tokens} tokens but the context holds "
-                f"{self.loop.n_ctx}; shorten the conversation or use a larger n_ctx"
+                f"{self.engine.n_ctx}; shorten the conversation or use a larger n_ctx"
             )
         wanted = params.max_tokens if params.max_tokens is not None else self.max_tokens
         return DecodeSettings(

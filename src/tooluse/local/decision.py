@@ -73,15 +73,13 @@ __all__ = [
 
 
 class ScoringContext(Protocol):
-    """What the deciders use of a model context (the local backend's token loops)."""
+    """What the deciders use of a model context (the local backend's batch engines)."""
 
     def tokenize(self, text: str) -> list[int]: ...
 
-    def prefill(self, tokens: list[int]) -> int: ...
+    def next_logits(self, tokens: list[int]) -> np.ndarray: ...
 
-    def logits(self) -> np.ndarray: ...
-
-    def continuation_logprob(self, prefix: str, text: str) -> float: ...
+    def continuation_logprobs(self, prefixes: Sequence[str], text: str) -> list[float]: ...
 
 
 class DecidingModel(Protocol):
@@ -209,8 +207,7 @@ class MarkerDecider(ScoringDecider):
         loop = backend.judging_loop()
         prompt = backend.render([ChatMessage.user(request)], tools)
         first = loop.tokenize(backend.profile.start_marker)[0]
-        loop.prefill(loop.tokenize(prompt))
-        return float(_log_softmax(loop.logits())[first])
+        return float(_log_softmax(loop.next_logits(loop.tokenize(prompt)))[first])
 
 
 class ModelDecider(ScoringDecider):
@@ -234,8 +231,8 @@ class ModelDecider(ScoringDecider):
     ) -> ToolDecision:
         loop = backend.loop  # the main context: the call that may follow reuses its cache
         first = loop.tokenize(backend.profile.start_marker)[0]
-        loop.prefill(loop.tokenize(backend.render(messages, tools)))
-        return self.verdict(float(_log_softmax(loop.logits())[first]))
+        logits = loop.next_logits(loop.tokenize(backend.render(messages, tools)))
+        return self.verdict(float(_log_softmax(logits)[first]))
 
 
 class YesNoDecider(ScoringDecider):
@@ -258,8 +255,9 @@ class YesNoDecider(ScoringDecider):
 
     def score(self, backend: DecidingModel, request: str, tools: Sequence[ToolDefinition]) -> float:
         loop = backend.scoring_loop()
-        loop.prefill(loop.tokenize(self.prompt(backend, request, tools)))
-        logprobs = _log_softmax(loop.logits())
+        logprobs = _log_softmax(
+            loop.next_logits(loop.tokenize(self.prompt(backend, request, tools)))
+        )
         yes = sorted({loop.tokenize(w)[0] for w in (YES, " yes", f" {YES}")})
         no = sorted({loop.tokenize(w)[0] for w in (NO, " no", f" {NO}")})
         return float(np.logaddexp.reduce(logprobs[yes]) - np.logaddexp.reduce(logprobs[no]))
@@ -302,17 +300,9 @@ def rank_tools(
         return [(score, given[tool.name]) for score, tool in cached[1]]
     loop = backend.scoring_loop()
     text = " ".join(request.split())[-MAX_REQUEST_CHARS:]
-    base = loop.continuation_logprob(RelevanceDecider.NO_TOOL_PREFIX, text)
-    scored = [
-        (
-            loop.continuation_logprob(
-                f"A request for the tool {tool.name} ({tool.description}): ", text
-            )
-            - base,
-            tool,
-        )
-        for tool in tools
-    ]
+    prefixes = [f"A request for the tool {tool.name} ({tool.description}): " for tool in tools]
+    base, *each = loop.continuation_logprobs([RelevanceDecider.NO_TOOL_PREFIX, *prefixes], text)
+    scored = [(score - base, tool) for score, tool in zip(each, tools, strict=True)]
     ranking = sorted(scored, key=lambda pair: -pair[0])
     backend._last_tool_ranking = (key, ranking)
     return ranking

@@ -1,83 +1,64 @@
-"""Extra llama.cpp contexts over a backend's model file: one for scoring, one of the base model.
+"""The base model's own batched context beside an adapted one.
 
-Decision scoring needs logits at every position and must not disturb the main context's prompt
-cache; with ``judge="base"`` (the base model judges) or ``text="base"`` (it writes the text
-answers) the base context runs the untouched model beside an adapted main context. Both are
-created on first use.
+With an adapter, ``judge="base"`` (the untouched model judges whether to call and ranks the
+tools) and ``text="base"`` (it writes the text answers) read a model without the adapter.
+llama.cpp applies adapters per context, so the base model gets a context of its own over the
+same loaded weights (no second copy of the model), made on first use.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from tooluse.local.decoding import TokenLoop
-from tooluse.local.runtime import import_llama_cpp
-from tooluse.local.threads import llama_thread_options
+from tooluse.local.batching import BatchEngine
 
-__all__ = ["SCORING_CONTEXT", "SideContexts"]
-
-SCORING_CONTEXT = 1024
+__all__ = ["SideContexts"]
 
 
 @dataclass(kw_only=True)
 class SideContexts:
-    """The scoring and judging contexts of one backend (mutable: they are made lazily)."""
+    """The base-model context of one backend (mutable: it is made lazily)."""
 
-    model_path: Path
-    lora_path: Path | None
-    lora_scale: float
+    llm: Any
+    adapted: bool
     judge: str
+    n_ctx: int
+    batch: int | None
+    keep: int
     threads: int
-    #: KV snapshots of the base context: it reads the tool prompt to judge and the prompt
-    #: without tools to write a text answer, which take turns as the main context's do
-    snapshots: int = 0
-    _scoring: TokenLoop | None = field(default=None, init=False)
-    _base: TokenLoop | None = field(default=None, init=False)
+    _base: BatchEngine | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     @property
     def separate_judge(self) -> bool:
         """Whether judging reads a model other than the main context's (the base model)."""
-        return self.judge == "base" and self.lora_path is not None
+        return self.judge == "base" and self.adapted
 
-    def scoring(self) -> TokenLoop:
-        """The small context with logits for every position (no adapter under a base judge)."""
-        if self._scoring is None:
-            self._scoring = TokenLoop(self._context(SCORING_CONTEXT, logits_all=True))
-        return self._scoring
-
-    def judging(self, main: TokenLoop) -> TokenLoop:
+    def judging(self, main: BatchEngine) -> BatchEngine:
         """``main`` itself, or with a separate judge the base-model context (:meth:`base`)."""
         return self.base(main) if self.separate_judge else main
 
-    def base(self, main: TokenLoop) -> TokenLoop:
+    def base(self, main: BatchEngine) -> BatchEngine:
         """A context of the untouched model as long as ``main`` (``main`` itself without an
         adapter)."""
-        if self.lora_path is None:
+        if not self.adapted:
             return main
-        if self._base is None:
-            context = self._context(main.n_ctx, logits_all=False, adapted=False)
-            self._base = TokenLoop(context, snapshots=self.snapshots)
-        return self._base
-
-    def _context(self, n_ctx: int, *, logits_all: bool, adapted: bool | None = None) -> Any:
-        if adapted is None:
-            adapted = self.lora_path is not None and not self.separate_judge
-        return import_llama_cpp().Llama(
-            model_path=str(self.model_path),
-            lora_path=str(self.lora_path) if adapted else None,
-            lora_scale=self.lora_scale,
-            n_ctx=n_ctx,
-            logits_all=logits_all,
-            **llama_thread_options(self.threads),
-            verbose=False,
-        )
+        with self._lock:
+            if self._base is None:
+                self._base = BatchEngine(
+                    self.llm,
+                    n_ctx=self.n_ctx,
+                    batch=self.batch,
+                    keep=self.keep,
+                    threads=self.threads,
+                )
+            return self._base
 
     def close(self) -> None:
-        """Free the contexts made so far."""
-        for side in (self._scoring, self._base):
-            close = getattr(side.llm if side is not None else None, "close", None)
-            if callable(close):
-                close()
-        self._scoring = self._base = None
+        """Free the context made so far."""
+        with self._lock:
+            if self._base is not None:
+                self._base.close()
+            self._base = None

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tooluse.events import ArgumentsDelta, ParseError, TextDelta, ToolCallFinished, ToolCallStarted
-from tooluse.local.decoding import DecodeSettings, GrammarSampler
 from tooluse.local.profiles import ToolPromptProfile
+from tooluse.local.sampling import DecodeSettings, GrammarSampler
 from tooluse.messages import Usage
 from tooluse.providers.base import GenerationDone, GenerationResult, StreamItem
 from tooluse.tools.definition import ToolDefinition

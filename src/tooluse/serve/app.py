@@ -71,7 +71,7 @@ class ServedModel:
     id: str
     backend: Backend
     aliases: tuple[str, ...] = ()
-    #: Generations run at once (1 for a local model: one context, one lock).
+    #: Generations run at once (a local model's batch size: they are decoded together).
     max_concurrent: int = 1
     #: Requests allowed to wait for a slot; more get 503.
     max_queue: int = 32

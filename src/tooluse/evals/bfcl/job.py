@@ -86,24 +86,36 @@ def entry_from_payload(data: Mapping[str, Any]) -> BFCLEntry:
     )
 
 
+class _BFCLWorker:
+    """Scores one entry per call (an engine worker); ``concurrency`` is how many entries it
+    takes at once (a batched local model decodes them together)."""
+
+    def __init__(self, model: str, backend: Backend, options: BFCLOptions) -> None:
+        self.model = model
+        self.backend = backend
+        self.options = options
+        self.parser = None
+        if options.format is not None:
+            from tooluse.formats import get_parser
+
+            self.parser = get_parser(options.format)
+        self.concurrency = int(getattr(backend, "batch_size", 1) or 1)
+
+    def __call__(self, item: WorkItem) -> dict[str, Any]:
+        entry = entry_from_payload(item.payload)
+        return score_bfcl_entry(
+            self.backend, entry, self.options, parser=self.parser, model=self.model
+        )
+
+
 def _bfcl_worker(
     model: str, options: Mapping[str, Any], backend_factory: Callable[[str], Backend] | None
-) -> Callable[[WorkItem], dict[str, Any]]:
+) -> _BFCLWorker:
     chosen = BFCLOptions.from_dict(options)
     backend = (backend_factory or load_model)(model)
     if hasattr(backend, "constrain"):
         backend.constrain = chosen.constrained
-    parser = None
-    if chosen.format is not None:
-        from tooluse.formats import get_parser
-
-        parser = get_parser(chosen.format)
-
-    def work(item: WorkItem) -> dict[str, Any]:
-        entry = entry_from_payload(item.payload)
-        return score_bfcl_entry(backend, entry, chosen, parser=parser, model=model)
-
-    return work
+    return _BFCLWorker(model, backend, chosen)
 
 
 def make_bfcl_worker(

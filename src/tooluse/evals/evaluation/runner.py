@@ -152,6 +152,8 @@ class _TrajectoryWorker:
 
     def __init__(self, runner: TrajectoryRunner) -> None:
         self.runner = runner
+        # a batched local model plays as many trajectories at once as it decodes together
+        self.concurrency = int(getattr(runner.backend, "batch_size", 1) or 1)
 
     def __call__(self, item: Any) -> dict[str, Any]:
         task_index, sample = int(item.payload["task_index"]), int(item.payload["sample"])

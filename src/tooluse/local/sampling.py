@@ -1,4 +1,11 @@
-"""The token loop on a llama.cpp model: prompt prefill with prefix reuse, sampling, grammars.
+"""Choosing one sequence's tokens from its logits: the rules every decode of the local model uses.
+
+:class:`SequenceSampler` holds one sequence's state (its settings, grammar, random generator,
+text so far) and turns each row of logits into the next :class:`DecodeStep`, or ends the
+sequence. It does no model evaluation: the batched engine
+(:class:`~tooluse.local.batching.BatchEngine`) evaluates, and a sequence picks the same tokens
+from the same logits whatever else is decoded beside it. :class:`GrammarSampler` is a GBNF
+grammar bound to the model's vocabulary (llama.cpp's grammar sampler).
 
 Constrained decoding checks the grammar lazily: the next token is first chosen from the raw
 logits and only checked against the grammar; the grammar is applied to the whole vocabulary
@@ -13,19 +20,26 @@ from __future__ import annotations
 import codecs
 import ctypes
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from tooluse.errors import ContextLengthError, GrammarError
-from tooluse.interrupts import GenerationInterrupted, stop_requested
-from tooluse.local.kv_snapshots import KVSnapshots, common_prefix_length
+from tooluse.errors import GrammarError
 from tooluse.local.runtime import import_llama_cpp
 
-__all__ = ["DecodeSettings", "DecodeStep", "GrammarSampler", "TokenLoop"]
-
+__all__ = [
+    "DecodeSettings",
+    "DecodeStep",
+    "GrammarSampler",
+    "JsonStringState",
+    "SequenceSampler",
+    "TokenGrammar",
+    "Vocabulary",
+    "is_looping",
+    "is_text_looping",
+    "penalise_repeats",
+]
 
 # A model looping inside a string repeats sentences of up to ~30 tokens ("17 + 25 = 32. 32 / 6
 # = 5. 5 is the remainder. ..."), longer than the repeat-penalty window.
@@ -64,24 +78,43 @@ class DecodeStep:
     text: str
 
 
+class TokenGrammar(Protocol):
+    """What the sampler needs of a grammar (a :class:`GrammarSampler`)."""
+
+    def reset(self) -> None: ...
+
+    def allows(self, token: int) -> bool: ...
+
+    def mask(self, logits: np.ndarray) -> np.ndarray: ...
+
+    def accept(self, token: int) -> None: ...
+
+
 class GrammarSampler:
-    """A parsed GBNF grammar bound to a model's vocabulary (a llama.cpp grammar sampler)."""
+    """A parsed GBNF grammar bound to a model's vocabulary (a llama.cpp grammar sampler).
+
+    Its parse state is one sequence's: sequences decoded at the same time each take a
+    :meth:`copy`."""
 
     def __init__(self, llm: Any, gbnf: str) -> None:
-        self._llama_cpp = import_llama_cpp()
-        self.gbnf = gbnf
-        handle = self._llama_cpp.llama_sampler_init_grammar(
+        llama_cpp = import_llama_cpp()
+        handle = llama_cpp.llama_sampler_init_grammar(
             llm._model.vocab, gbnf.encode("utf-8"), b"root"
         )
         if not handle:
             # llama.cpp prints its parse error to stderr and returns NULL
             raise GrammarError("llama.cpp could not parse the generated grammar:\n" + gbnf[:2000])
+        self._bind(handle, gbnf, llm.n_vocab())
+
+    def _bind(self, handle: Any, gbnf: str, n_vocab: int) -> None:
+        self._llama_cpp = import_llama_cpp()
+        self.gbnf = gbnf
         self._handle = handle
         self._one = (self._llama_cpp.llama_token_data * 1)()
         self._one_array = self._llama_cpp.llama_token_data_array(
             data=self._one, size=1, selected=-1, sorted=False
         )
-        n_vocab = llm.n_vocab()
+        self.n_vocab = n_vocab
         self._all = (self._llama_cpp.llama_token_data * n_vocab)()
         self._all_view = np.ctypeslib.as_array(self._all).view(
             np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
@@ -90,6 +123,17 @@ class GrammarSampler:
         self._all_array = self._llama_cpp.llama_token_data_array(
             data=self._all, size=n_vocab, selected=-1, sorted=False
         )
+
+    def copy(self) -> GrammarSampler:
+        """A grammar of its own for another sequence (the parsed rules are copied, not
+        parsed again), in its start state."""
+        handle = self._llama_cpp.llama_sampler_clone(self._handle)
+        if not handle:
+            raise GrammarError("llama.cpp could not copy a grammar sampler")
+        twin = GrammarSampler.__new__(GrammarSampler)
+        twin._bind(handle, self.gbnf, self.n_vocab)
+        twin.reset()
+        return twin
 
     def reset(self) -> None:
         self._llama_cpp.llama_sampler_reset(self._handle)
@@ -137,162 +181,48 @@ class GrammarSampler:
             pass
 
 
-class TokenLoop:
-    """Prefill and decode on one ``llama_cpp.Llama``, reusing the cached prompt prefix.
+class Vocabulary:
+    """A model's tokens as bytes, with the token sets the constrained rules look for (made on
+    first use and shared by every sequence of the model)."""
 
-    ``snapshots`` > 0 keeps that many earlier prompts' KV states aside
-    (:class:`~tooluse.local.kv_snapshots.KVSnapshots`), for prompts that take turns; only for
-    a context without ``logits_all``.
-    """
-
-    def __init__(self, llm: Any, *, snapshots: int = 0) -> None:
+    def __init__(self, vocab: Any, n_vocab: int, eos: int) -> None:
         self._llama_cpp = import_llama_cpp()
-        self.llm = llm
-        if snapshots < 0:
-            raise ValueError(f"kv_snapshots must be 0 or more, not {snapshots}")
-        self.snapshots = KVSnapshots(llm, limit=snapshots) if snapshots else None
-        self.n_ctx: int = llm.n_ctx()
-        self.n_vocab: int = llm.n_vocab()
-        self.eos: int = llm.token_eos()
-        self.last_prefill_tokens = 0
+        self._vocab = vocab  # a llama_vocab pointer
+        self.n_vocab = n_vocab
+        self.eos = eos
         self._pieces: dict[int, bytes] = {}
         self._piece_buffer = ctypes.create_string_buffer(256)
         self._quote_tokens: list[int] | None = None
         self._closers: tuple[np.ndarray, ...] | None = None
         self._space_heads: dict[bytes, np.ndarray] = {}
 
+    @classmethod
+    def of(cls, llm: Any) -> Vocabulary:
+        """The vocabulary of a ``llama_cpp.Llama``."""
+        return cls(llm._model.vocab, llm.n_vocab(), llm.token_eos())
+
     def piece(self, token: int) -> bytes:
         """The bytes of one token (special tokens render as nothing)."""
         cached = self._pieces.get(token)
         if cached is None:
             size = self._llama_cpp.llama_token_to_piece(
-                self.llm._model.vocab, token, self._piece_buffer, len(self._piece_buffer), 0, False
+                self._vocab, token, self._piece_buffer, len(self._piece_buffer), 0, False
             )
             cached = self._piece_buffer.raw[: max(size, 0)]
             self._pieces[token] = cached
         return cached
 
-    def tokenize(self, text: str) -> list[int]:
-        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
-
-    def prefill(self, tokens: list[int]) -> int:
-        """Evaluate ``tokens`` after the longest prefix already in the KV cache.
-
-        Returns how many tokens were evaluated.
-        """
-        if not tokens:
-            raise ValueError("cannot prefill an empty prompt")
-        if len(tokens) >= self.n_ctx:
-            raise ContextLengthError(
-                f"the prompt has {len(tokens)} tokens but the context holds {self.n_ctx}; "
-                "shorten the conversation or create the backend with a larger n_ctx"
-            )
-        llm = self.llm
-        common = common_prefix_length(llm.input_ids[: llm.n_tokens], tokens)
-        if self.snapshots is not None:
-            common = self.snapshots.before_prefill(tokens, common)
-        if common == len(tokens):
-            common -= 1  # re-evaluate the last token so that its logits are current
-        llm.n_tokens = common  # eval() drops the KV cells past n_tokens
-        # The last token always goes alone: llama.cpp's numbers depend slightly on the batch a
-        # token is evaluated in, and greedy decoding follows them, so a prompt evaluated fresh
-        # in one batch and the same prompt found in the cache would otherwise differ.
-        if len(tokens) - common > 1:
-            llm.eval(tokens[common:-1])
-        llm.eval(tokens[-1:])
-        self.last_prefill_tokens = len(tokens) - common
-        return self.last_prefill_tokens
-
-    def continuation_logprob(self, prefix: str, text: str) -> float:
-        """log P(``text`` | ``prefix``) under the model; needs a ``Llama`` with ``logits_all``."""
-        head = self.tokenize(prefix)
-        tail = self.tokenize(text)
-        if not head or not tail:
-            raise ValueError("both the prefix and the continuation must be non-empty")
-        self.prefill(head + tail)
-        rows = np.asarray(self.llm.scores[len(head) - 1 : len(head) + len(tail) - 1])
-        values = rows.astype(np.float64)
-        top = values.max(axis=1, keepdims=True)
-        logprobs = values - top - np.log(np.exp(values - top).sum(axis=1, keepdims=True))
-        return float(logprobs[np.arange(len(tail)), tail].sum())
-
-    def logits(self) -> np.ndarray:
-        """Logits of the next token (a view into llama.cpp's buffer: copy before eval)."""
-        pointer = self._llama_cpp.llama_get_logits_ith(self.llm._ctx.ctx, -1)
-        return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
-
-    def run(
-        self,
-        prompt: list[int],
-        settings: DecodeSettings,
-        grammar: GrammarSampler | None = None,
-        *,
-        prefilled: bool = False,
-    ) -> Iterator[DecodeStep]:
-        """Generate after ``prompt`` until end of turn, the grammar's end, a stop string or
-        ``max_tokens``; yields each token with its text."""
-        if not prefilled:
-            self.prefill(prompt)
-        rng = np.random.default_rng(settings.seed)
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        if grammar is not None:
-            grammar.reset()
-        text = ""
-        recent: list[int] = []
-        window = max(settings.repeat_window, LOOP_WINDOW)
-        json_state = JsonStringState()
-        for index in range(settings.max_tokens):
-            _check_stop()
-            if self.llm.n_tokens >= self.n_ctx:
-                return  # the context is full: the caller reports finish_reason "length"
-            logits = self.logits()
-            if settings.repeat_penalty != 1.0 and recent:
-                penalised = recent[-settings.repeat_window :]
-                logits = penalise_repeats(logits, penalised, settings.repeat_penalty)
-            token = -1
-            if grammar is not None:
-                if settings.max_tokens - index <= settings.close_within:
-                    token = self._close_structure(logits, grammar, json_state.in_string)
-                elif settings.break_loops and is_looping(recent):
-                    token = self._close_string(logits, grammar)
-            if token < 0:
-                token = self._pick(logits, settings, grammar, rng)
-                if grammar is not None and not json_state.in_string and self.piece(token).isspace():
-                    token = self._extend_space(logits, grammar, token)
-            recent = (recent + [token])[-window:]
-            if grammar is None and settings.stop_loops and is_text_looping(recent):
-                return
-            if token == self.eos or self.llm.token_eos() == token:
-                return
-            if grammar is not None:
-                grammar.accept(token)
-            piece = decoder.decode(self.piece(token))
-            json_state.feed(piece)
-            text += piece
-            yield DecodeStep(token=token, text=piece)
-            if settings.stop and any(s in text for s in settings.stop):
-                return
-            self.llm.eval([token])
-
-    def _close_string(self, logits: np.ndarray, grammar: GrammarSampler) -> int:
-        """The best allowed token that ends a JSON string, or -1 when none is allowed."""
+    def quote_tokens(self) -> list[int]:
+        """Tokens that start (after whitespace) with a double quote."""
         if self._quote_tokens is None:
             self._quote_tokens = [
                 t for t in range(self.n_vocab) if self.piece(t).lstrip().startswith(b'"')
             ]
-        masked = grammar.mask(logits)
-        allowed = [t for t in self._quote_tokens if np.isfinite(masked[t])]
-        if not allowed:
-            return -1
-        return int(max(allowed, key=lambda t: masked[t]))
+        return self._quote_tokens
 
-    def _close_structure(self, logits: np.ndarray, grammar: GrammarSampler, in_string: bool) -> int:
-        """The allowed token that best heads for the end of the grammar.
-
-        Inside a JSON string: a token that ends it. Outside: tokens made only of closing
-        characters (brace, bracket, newline), then ones that also hold a comma or quote (on to
-        a required key, an empty string), then whatever the grammar forces.
-        """
+    def closers(self) -> tuple[np.ndarray, ...]:
+        """Four tiers of closing tokens: only ``}]`` and newlines; other closing characters;
+        a quote followed only by closing characters; any token starting with a quote."""
         if self._closers is None:
             tiers: list[list[int]] = [[], [], [], []]
             for t in range(self.n_vocab):
@@ -306,26 +236,10 @@ class TokenLoop:
                 elif all(c in CLOSING_BYTES for c in piece) and piece.strip():
                     tiers[1].append(t)
             self._closers = tuple(np.asarray(tier, dtype=np.intc) for tier in tiers)
-        masked = grammar.mask(logits)
-        order = (2, 3) if in_string else (0, 1)
-        for index in order:
-            tier = self._closers[index]
-            allowed = tier[np.isfinite(masked[tier])]
-            if len(allowed):
-                return int(allowed[np.argmax(masked[allowed])])
-        if not np.isfinite(masked).any():
-            raise GrammarError("the grammar allows no token here (it has no valid completion)")
-        return int(np.argmax(masked))
+        return self._closers
 
-    def _extend_space(self, logits: np.ndarray, grammar: GrammarSampler, token: int) -> int:
-        """The best allowed token that is the whitespace ``token`` followed by a quote.
-
-        Where the grammar forces ``": "`` and a quote, a model that would rather write another
-        value picks a bare space and is then pushed into an odd token (``".``) that derails
-        the argument; the tokenizer itself would have written ``' "'``. ``token`` itself when
-        no longer token is allowed.
-        """
-        piece = self.piece(token)
+    def space_heads(self, piece: bytes) -> np.ndarray:
+        """Tokens that are ``piece`` (whitespace) followed by a quote."""
         longer = self._space_heads.get(piece)
         if longer is None:
             longer = np.asarray(
@@ -333,6 +247,113 @@ class TokenLoop:
                 dtype=np.intc,
             )
             self._space_heads[piece] = longer
+        return longer
+
+
+class SequenceSampler:
+    """One sequence's token choice: :meth:`step` turns the logits after the last token into the
+    next :class:`DecodeStep`, or ``None`` when the sequence ends there (its end-of-turn token,
+    a text loop with ``stop_loops``, or its ``max_tokens`` spent). :attr:`finished` says whether
+    the step just taken was its last (a stop string, or the budget)."""
+
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        settings: DecodeSettings,
+        grammar: TokenGrammar | None = None,
+    ) -> None:
+        self.vocab = vocab
+        self.settings = settings
+        self.grammar = grammar
+        if grammar is not None:
+            grammar.reset()
+        self.text = ""
+        self.count = 0
+        self._rng = np.random.default_rng(settings.seed)
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._recent: list[int] = []
+        self._window = max(settings.repeat_window, LOOP_WINDOW)
+        self._json = JsonStringState()
+
+    @property
+    def finished(self) -> bool:
+        """Whether no further token may follow: the budget is spent or a stop string is out."""
+        stop = self.settings.stop
+        return self.count >= self.settings.max_tokens or (
+            bool(stop) and any(s in self.text for s in stop)
+        )
+
+    def step(self, logits: np.ndarray) -> DecodeStep | None:
+        """The next token chosen from ``logits`` (the model's output after the last token)."""
+        settings, grammar = self.settings, self.grammar
+        if self.count >= settings.max_tokens:
+            return None
+        if settings.repeat_penalty != 1.0 and self._recent:
+            penalised = self._recent[-settings.repeat_window :]
+            logits = penalise_repeats(logits, penalised, settings.repeat_penalty)
+        token = -1
+        if grammar is not None:
+            if settings.max_tokens - self.count <= settings.close_within:
+                token = self._close_structure(logits, grammar)
+            elif settings.break_loops and is_looping(self._recent):
+                token = self._close_string(logits, grammar)
+        if token < 0:
+            token = self._pick(logits, grammar)
+            if (
+                grammar is not None
+                and not self._json.in_string
+                and self.vocab.piece(token).isspace()
+            ):
+                token = self._extend_space(logits, grammar, token)
+        self._recent = (self._recent + [token])[-self._window :]
+        if grammar is None and settings.stop_loops and is_text_looping(self._recent):
+            return None
+        if token == self.vocab.eos:
+            return None
+        if grammar is not None:
+            grammar.accept(token)
+        piece = self._decoder.decode(self.vocab.piece(token))
+        self._json.feed(piece)
+        self.text += piece
+        self.count += 1
+        return DecodeStep(token=token, text=piece)
+
+    def _close_string(self, logits: np.ndarray, grammar: TokenGrammar) -> int:
+        """The best allowed token that ends a JSON string, or -1 when none is allowed."""
+        masked = grammar.mask(logits)
+        allowed = [t for t in self.vocab.quote_tokens() if np.isfinite(masked[t])]
+        if not allowed:
+            return -1
+        return int(max(allowed, key=lambda t: masked[t]))
+
+    def _close_structure(self, logits: np.ndarray, grammar: TokenGrammar) -> int:
+        """The allowed token that best heads for the end of the grammar.
+
+        Inside a JSON string: a token that ends it. Outside: tokens made only of closing
+        characters (brace, bracket, newline), then ones that also hold a comma or quote (on to
+        a required key, an empty string), then whatever the grammar forces.
+        """
+        closers = self.vocab.closers()
+        masked = grammar.mask(logits)
+        order = (2, 3) if self._json.in_string else (0, 1)
+        for index in order:
+            tier = closers[index]
+            allowed = tier[np.isfinite(masked[tier])]
+            if len(allowed):
+                return int(allowed[np.argmax(masked[allowed])])
+        if not np.isfinite(masked).any():
+            raise GrammarError("the grammar allows no token here (it has no valid completion)")
+        return int(np.argmax(masked))
+
+    def _extend_space(self, logits: np.ndarray, grammar: TokenGrammar, token: int) -> int:
+        """The best allowed token that is the whitespace ``token`` followed by a quote.
+
+        Where the grammar forces ``": "`` and a quote, a model that would rather write another
+        value picks a bare space and is then pushed into an odd token (``".``) that derails
+        the argument; the tokenizer itself would have written ``' "'``. ``token`` itself when
+        no longer token is allowed.
+        """
+        longer = self.vocab.space_heads(self.vocab.piece(token))
         if not len(longer):
             return token
         masked = grammar.mask(logits)
@@ -341,23 +362,17 @@ class TokenLoop:
             return token
         return int(allowed[np.argmax(masked[allowed])])
 
-    def _pick(
-        self,
-        logits: np.ndarray,
-        settings: DecodeSettings,
-        grammar: GrammarSampler | None,
-        rng: np.random.Generator,
-    ) -> int:
-        token = self._choose(logits, settings, rng)
+    def _pick(self, logits: np.ndarray, grammar: TokenGrammar | None) -> int:
+        token = self._choose(logits)
         if grammar is None or grammar.allows(token):
             return token
         masked = grammar.mask(logits)
         if not np.isfinite(masked).any():
             raise GrammarError("the grammar allows no token here (it has no valid completion)")
-        return self._choose(masked, settings, rng)
+        return self._choose(masked)
 
-    @staticmethod
-    def _choose(logits: np.ndarray, settings: DecodeSettings, rng: np.random.Generator) -> int:
+    def _choose(self, logits: np.ndarray) -> int:
+        settings = self.settings
         if settings.temperature <= 0:
             return int(np.argmax(logits))
         scaled = logits.astype(np.float64) / settings.temperature
@@ -371,7 +386,7 @@ class TokenLoop:
             kept = np.zeros_like(probs)
             kept[keep] = probs[keep]
             probs = kept / kept.sum()
-        return int(rng.choice(len(probs), p=probs))
+        return int(self._rng.choice(len(probs), p=probs))
 
 
 class JsonStringState:
@@ -426,9 +441,3 @@ def is_looping(recent: list[int]) -> bool:
         if all(tail[i] == tail[i % period] for i in range(span)):
             return True
     return False
-
-
-def _check_stop() -> None:
-    """Between tokens: a run interrupted in the main thread (Ctrl-C) stops this generation."""
-    if stop_requested():
-        raise GenerationInterrupted("the generation was interrupted")
