@@ -12,7 +12,9 @@ process, or its source with ``-c``) as ``python -I`` with one comma-separated ar
    lifeline pipe closes (the parent died, or stopped the call). Without a PID namespace
    (refused, or ``isolate`` off) this process forks too, as a subreaper: orphans of the code
    are re-parented to it, and when the code ends or the lifeline closes it kills every
-   descendant (found through ``/proc``) before ending as the code ended.
+   descendant (found through the host's ``/proc``, opened before the private root hides it)
+   before ending as the code ended. In a session the code's replies pass through the
+   supervisor, which first kills every process but the code's own (and PID 1).
 3. PID 1 starts a new session, builds a private root (tmpfs; system and interpreter
    directories bound read-only; the work directory the only writable host directory; a fresh
    ``/proc``; a minimal ``/dev``; a small ``/tmp``), pivots into it and drops privileges
@@ -34,6 +36,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, NoReturn
+
+    Replies = tuple[int, int, int]  # a session's reply relay: see _replies
 
 NOBODY = 65534
 WORKDIR = "/sandbox"
@@ -302,30 +306,59 @@ def _end_as(status: int, relay: int | None) -> "NoReturn":
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
-def _supervise(pid: int, lifeline: int | None, relay: int) -> "NoReturn":
-    """Outside the PID namespace: wait for PID 1 and end as the code ended."""
-    import select
-    import signal
-
-    try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        pidfd = None
-    if pidfd is not None:
-        watched = [pidfd] + ([lifeline] if lifeline is not None else [])
-        while True:
-            ready, _, _ = select.select(watched, [], [])
-            if pidfd in ready:
-                break
-            if lifeline in ready and not os.read(lifeline, 64):
-                os.kill(pid, signal.SIGKILL)  # the parent is gone: so is the namespace
-                break
-    _, status = os.waitpid(pid, 0)
+def _supervise(pid: int, lifeline: int | None, relay: int, replies: "Replies | None") -> "NoReturn":
+    """Outside the PID namespace: wait for PID 1 and end as the code ended. In a session,
+    each cell's reply reaches the parent only once every process but PID 1 and the code's
+    (PID 2 inside) is gone."""
+    sweep = None
+    if replies is not None:
+        proc = replies[2]
+        sweep = lambda: _sweep(proc, pid, lambda p: _inner_pid(proc, p) == 2)  # noqa: E731
+    status = _watch(pid, lifeline, replies, sweep)
     os.set_blocking(relay, False)
     try:
         _end_as(status, relay)
     except BlockingIOError:
         _end_as(status, None)
+
+
+def _watch(
+    pid: int, lifeline: int | None, replies: "Replies | None", sweep: "Callable[[], None] | None"
+) -> int:
+    """Wait for ``pid`` (killed when the lifeline closes) and return its wait status; relay
+    each session reply to the parent after ``sweep()`` ended what the cell started."""
+    import select
+    import signal
+
+    try:
+        pidfd: int | None = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    inner = replies[0] if replies is not None else None
+    watched = [fd for fd in (pidfd, lifeline, inner) if fd is not None]
+    while True:
+        ready, _, _ = select.select(watched, [], [], None if pidfd is not None else 0.05)
+        if pidfd is None:
+            ended, status = os.waitpid(pid, os.WNOHANG)
+            if ended:
+                return status
+        elif pidfd in ready:
+            break
+        if lifeline is not None and lifeline in ready and not os.read(lifeline, 64):
+            os.kill(pid, signal.SIGKILL)  # the parent is gone, or stopped the call
+            break
+        if inner is not None and inner in ready:
+            chunk = os.read(inner, 64)
+            if not chunk:
+                watched.remove(inner)
+                continue
+            if sweep is not None and replies is not None:
+                sweep()
+                try:
+                    os.write(replies[1], chunk)
+                except OSError:
+                    pass  # the parent is gone: the lifeline says so next
+    return os.waitpid(pid, 0)[1]
 
 
 def _init(pid: int, relay: int) -> "NoReturn":
@@ -346,84 +379,122 @@ def _init(pid: int, relay: int) -> "NoReturn":
     os._exit(os.waitstatus_to_exitcode(status))
 
 
+def _replies(config: dict[str, int | None]) -> "Replies | None":
+    """A session's replies pass through the supervisor: ``(its read end, the parent's reply
+    pipe, the host's /proc)``; the code's side writes to a new pipe (``config["reply_fd"]``).
+    The code never holds the parent's pipe, so no reply reaches the parent unswept."""
+    outer = config["reply_fd"]
+    proc = _host_proc() if outer is not None else None
+    if outer is None or proc is None:
+        return None
+    inner, config["reply_fd"] = os.pipe()
+    return inner, outer, proc
+
+
+def _host_proc() -> int | None:
+    # Opened before the private root is built: the supervisor shares the mount namespace,
+    # so after the pivot its /proc is the sandbox's (or an empty directory).
+    try:
+        return os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+
+
 def _contain(config: dict[str, int | None], libc: "Any", report: list[str]) -> None:
     """Without a PID namespace: stay outside as a subreaper and run the code in a child.
 
     Every process the code starts, even one in a new session or double-forked, stays a
     descendant of this process (orphans are re-parented to the nearest subreaper, not to
-    init), so when the code ends, or the parent's lifeline closes, all of them are killed.
-    Returns in the code's process.
+    init), so when the code ends, or the parent's lifeline closes, all of them are killed;
+    in a session, also after each cell. Returns in the code's process.
     """
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         report.append("missing process_tree prctl: subreaper refused")
         return
+    replies = _replies(config)
+    proc = replies[2] if replies is not None else _host_proc()
     pid = os.fork()
     if pid:
         _close(config["status_fd"], config["command_fd"], config["reply_fd"])
-        _supervise_tree(pid, config["lifeline_fd"])
+        _supervise_tree(pid, config["lifeline_fd"], proc, replies)
+    _close(proc, *(replies[:2] if replies is not None else ()))  # nothing of the host stays
     report.append("enforced process_tree subreaper")
 
 
-def _supervise_tree(pid: int, lifeline: int | None) -> "NoReturn":
+def _supervise_tree(
+    pid: int, lifeline: int | None, proc: int | None, replies: "Replies | None"
+) -> "NoReturn":
     """Wait for the code's process (or the lifeline's end), kill what is left, end as it did."""
-    import select
-    import signal
-
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)  # the output pipes must close when the code's processes end
-    try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        pidfd = None
-    if pidfd is not None and lifeline is not None:
-        while True:
-            ready, _, _ = select.select([pidfd, lifeline], [], [])
-            if pidfd in ready:
-                break
-            if not os.read(lifeline, 64):
-                os.kill(pid, signal.SIGKILL)  # the parent is gone, or stopped the call
-                break
-    _, status = os.waitpid(pid, 0)
-    _kill_tree()
+    status = _watch(pid, lifeline, replies, lambda: _sweep(proc, os.getpid(), pid.__eq__))
+    _sweep(proc, os.getpid(), lambda _: False)
     _end_as(status, None)
 
 
-def _descendants() -> list[int]:
-    """This process's descendants, from the parent links in ``/proc``."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
+def _descendants(proc: int | None, root: int) -> "list[tuple[int, int, bool]]":
+    """``(pid, parent, ended)`` of each descendant of ``root``, from the parent links in
+    ``proc`` (the host's /proc)."""
+    children: dict[int, list[tuple[int, int, bool]]] = {}
+    for entry in os.listdir(proc) if proc is not None else ():
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                ppid = int(handle.read().rsplit(b")", 1)[1].split()[1])
+            fd = os.open(f"{entry}/stat", os.O_RDONLY, dir_fd=proc)
+            try:
+                fields = os.read(fd, 4096).rsplit(b")", 1)[1].split()
+            finally:
+                os.close(fd)
+            parent = int(fields[1])
         except (OSError, IndexError, ValueError):
             continue  # gone meanwhile
-        children.setdefault(ppid, []).append(int(entry))
-    found: list[int] = []
-    todo = [os.getpid()]
+        children.setdefault(parent, []).append((int(entry), parent, fields[0] in b"ZX"))
+    found: list[tuple[int, int, bool]] = []
+    todo = [root]
     while todo:
         for child in children.get(todo.pop(), ()):
             found.append(child)
-            todo.append(child)
+            todo.append(child[0])
     return found
 
 
-def _kill_tree() -> None:
-    """SIGKILL every descendant until none is left (the killed ones' children come here)."""
+def _inner_pid(proc: int, pid: int) -> int | None:
+    """``pid``'s number inside its PID namespace (the last ``NSpid`` field)."""
+    try:
+        fd = os.open(f"{pid}/status", os.O_RDONLY, dir_fd=proc)
+        try:
+            text = os.read(fd, 8192).decode("ascii", "replace")
+        finally:
+            os.close(fd)
+        line = next(x for x in text.splitlines() if x.startswith("NSpid:"))
+        return int(line.split()[-1])
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def _sweep(proc: int | None, root: int, keep: "Callable[[int], bool]") -> None:
+    """SIGKILL every live descendant of ``root`` (those ``keep`` spares excepted, not theirs)
+    until none is left; the killed ones' children come here or to PID 1 meanwhile."""
     import signal
     import time
 
+    me = os.getpid()
     for _ in range(5000):
-        while True:  # reap what has ended; no child at all means no descendant either
-            try:
-                ended, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
+        victims = []
+        for pid, parent, ended in _descendants(proc, root):
+            if keep(pid):
+                continue
             if not ended:
-                break
-        for pid in _descendants():
+                victims.append(pid)
+            elif parent == me:
+                try:
+                    os.waitpid(pid, os.WNOHANG)  # reap this process's own dead children
+                except ChildProcessError:
+                    pass
+        if not victims:
+            return
+        for pid in victims:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
@@ -450,11 +521,13 @@ def _isolate(config: dict[str, int | None]) -> list[str]:
     relay = None
     if "pid" in setup.namespaces:
         relay, relay_w = os.pipe()
+        replies = _replies(config)
         pid = os.fork()
         if pid:
             _close(config["status_fd"], config["command_fd"], config["reply_fd"], relay_w)
-            _supervise(pid, config["lifeline_fd"], relay)
+            _supervise(pid, config["lifeline_fd"], relay, replies)
         os.close(relay)
+        _close(*(replies or ()))  # nothing of the host stays in the namespace
         relay = relay_w
         setup.libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
     else:
