@@ -377,6 +377,10 @@ def _dispatch(
     )
 
 
+def _in_order(keys: Sequence[str], rows: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    return tuple(rows[k] for k in keys if k in rows)
+
+
 def run_items(
     items: Sequence[WorkItem],
     make_worker: WorkerFactory,
@@ -433,9 +437,12 @@ def run_items(
                 opts.on_record(row)
 
         if todo:
-            _dispatch(todo, make_worker, emit, opts)
-    merged = {**existing, **fresh}
-    records = tuple(merged[k] for k in keys if k in merged)
+            try:
+                _dispatch(todo, make_worker, emit, opts)
+            except RunInterrupted as stopped:
+                stopped.records = _in_order(keys, {**existing, **fresh})
+                raise
+    records = _in_order(keys, {**existing, **fresh})
     seconds = elapsed[0]
     return EngineRun(
         records=records,
