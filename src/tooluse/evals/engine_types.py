@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "INTERRUPT_GRACE",
     "EngineError",
     "EngineRun",
     "RunInterrupted",
@@ -34,6 +35,10 @@ class WorkItem:
 Worker = Callable[[WorkItem], dict[str, Any]]
 #: A picklable zero-argument callable, called once per worker (thread or Ray actor).
 WorkerFactory = Callable[[], Worker]
+
+
+#: How long an interrupted run waits for its items in flight to stop (they are asked to).
+INTERRUPT_GRACE = 2.0
 
 
 class EngineError(RuntimeError):
