@@ -352,12 +352,12 @@ def _watch(
             if not chunk:
                 watched.remove(inner)
                 continue
-            if sweep is not None and replies is not None:
+            if sweep is not None:
                 sweep()
-                try:
-                    os.write(replies[1], chunk)
-                except OSError:
-                    pass  # the parent is gone: the lifeline says so next
+            try:
+                os.write(replies[1], chunk)  # type: ignore[index]  # inner exists: so do replies
+            except OSError:
+                pass  # the parent is gone: the lifeline says so next
     return os.waitpid(pid, 0)[1]
 
 
