@@ -231,3 +231,43 @@ def test_without_namespaces_from_the_kernel_nothing_outlives_the_call(tmp_path):
     assert done.stdout.startswith("started"), done.stdout
     assert "pid_namespace" in done.stdout  # listed as missing: this is the other mode
     assert_none_survive(token)
+
+
+def test_both_ways_of_finding_descendants_find_the_same_tree():
+    """The supervisor reads each process's ``task/*/children``; a kernel without those files
+    gets the scan of every process's parent link. Both find a real child and grandchild."""
+    from tooluse.execution.sandbox import child as program
+
+    token = f"tooluse-escape-{uuid.uuid4().hex}"
+    sleeper = f"import time; time.sleep(60)  # {token}"
+    spawner = (
+        "import subprocess, sys, time; "
+        f"subprocess.Popen([sys.executable, '-c', {sleeper!r}]); time.sleep(60)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", spawner])
+    proc = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        deadline = time.monotonic() + 30
+        while len(program._descendants(proc, parent.pid)) < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        read = {(pid, up) for pid, up, _ in program._descendants(proc, os.getpid())}
+        scanned = {(pid, up) for pid, up, _ in program._descendants_by_scan(proc, os.getpid())}
+        assert read == scanned
+        [(grandchild, up, ended)] = program._descendants(proc, parent.pid)
+        assert up == parent.pid and not ended and survivors(token)
+    finally:
+        os.close(proc)
+        parent.kill()
+        parent.wait()
+        kill_leftovers(token)
+
+
+def kill_leftovers(token: str) -> None:
+    for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if token.encode() in handle.read():
+                    os.kill(int(pid), 9)
+        except OSError:
+            pass
