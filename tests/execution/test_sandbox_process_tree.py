@@ -236,7 +236,7 @@ def test_without_namespaces_from_the_kernel_nothing_outlives_the_call(tmp_path):
 def test_both_ways_of_finding_descendants_find_the_same_tree():
     """The supervisor reads each process's ``task/*/children``; a kernel without those files
     gets the scan of every process's parent link. Both find a real child and grandchild."""
-    from tooluse.execution.sandbox import child as program
+    from tooluse.execution.sandbox import child_tree as program
 
     token = f"tooluse-escape-{uuid.uuid4().hex}"
     sleeper = f"import time; time.sleep(60)  # {token}"
