@@ -84,6 +84,42 @@ def test_a_signal_cancels_the_generation_and_the_rerun_resumes(tmp_path, number,
     assert sorted(r["key"] for r in rows(out)) == ["0/0", "1/0", "2/0", "3/0", "4/0"]
 
 
+def test_ctrl_c_writes_what_finished_to_the_output_file_too(tmp_path):
+    out, output = tmp_path / "run", tmp_path / "trajectories.jsonl"
+    run = start(out, "slow:2:60:check", 5, CLI, "-o", str(output))
+    wait_for_rows(out, 2, run, 120)
+    time.sleep(0.3)
+    _, err = stop(run, signal.SIGINT)
+    assert run.returncode == 130, err
+    assert f"2 finished item(s) written in {out}, 2 in {output}" in err
+    written = [json.loads(line) for line in output.read_text().splitlines()]
+    assert written == rows(out)  # the same rows, in task order
+    assert [r["key"] for r in written] == ["0/0", "1/0"]
+
+
+def test_ctrl_c_without_out_names_the_directory_that_holds_what_finished(tmp_path):
+    command = [sys.executable, CLI, "eval", "env", "math:arithmetic", "-m", "slow:2:60:check"]
+    run = subprocess.Popen(
+        [*command, "--limit", "5", "--no-python", "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},  # the run's scratch directory goes here
+    )
+    deadline = time.monotonic() + 120
+    while not [p for p in tmp_path.glob("tooluse-eval-*/trajectories.jsonl") if rows(p.parent)[1:]]:
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "the run never got that far"
+        time.sleep(0.05)
+    time.sleep(0.3)
+    _, err = stop(run, signal.SIGINT)
+    assert run.returncode == 130, err
+    (directory,) = tmp_path.glob("tooluse-eval-*")
+    assert f"2 finished item(s) written in {directory}" in err
+    assert f"run the same command with --out {directory} to resume" in err
+    assert [r["key"] for r in rows(directory)] == ["0/0", "1/0"]
+
+
 def test_a_generation_that_ignores_the_stop_is_abandoned_after_the_grace(tmp_path):
     out = tmp_path / "run"
     run = start(out, "slow:1:60:ignore")
@@ -162,3 +198,28 @@ def test_ctrl_c_stops_eval_bfcl_and_the_rerun_resumes(tmp_path):
     )
     assert rerun.returncode == 0, rerun.stderr
     assert len(results.read_text().splitlines()) == 5  # three more, the first two kept
+
+
+def test_ctrl_c_of_eval_bfcl_without_out_says_nothing_was_kept(tmp_path):
+    """Without --out, eval bfcl works in a scratch directory it removes: the message must not
+    claim the finished entries were written."""
+    command = [sys.executable, CLI, "eval", "bfcl", "-c", "simple_python", "--limit", "5"]
+    run = subprocess.Popen(
+        [*command, "-m", "slow:2:60:check"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    deadline = time.monotonic() + 120
+    while not [
+        p for p in tmp_path.glob("tooluse-bfcl-*/results.jsonl") if p.read_text().count("\n") >= 2
+    ]:
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "the run never got that far"
+        time.sleep(0.05)
+    time.sleep(0.3)
+    _, err = stop(run, signal.SIGINT)
+    assert run.returncode == 130, err
+    assert "interrupted: 2 finished item(s) not kept (no --out)" in err
+    assert not list(tmp_path.glob("tooluse-bfcl-*"))

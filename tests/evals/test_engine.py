@@ -542,3 +542,84 @@ def test_ray_actors_share_the_cpus_and_the_local_model_follows(ray_session, tmp_
     assert default_threads() == 1
     monkeypatch.setenv("OMP_NUM_THREADS", "not a number")
     assert default_threads() == min(len(os.sched_getaffinity(0)), 8)
+
+
+def interrupting_worker():
+    """Items are ``{"value", "interrupt", "marker", "results"}``: with ``interrupt`` (the
+    driver's pid) the item sends the driver SIGINT, as Ctrl-C would, then "generates" for a
+    minute, stopping between tokens when its process is asked to (leaving ``marker``)."""
+    from tooluse.interrupts import GenerationInterrupted, stop_requested
+
+    def work(item):
+        payload = item.payload
+        if stop_requested():  # a worker asked to stop before must not be used again
+            raise GenerationInterrupted("stopped before the item started")
+        if payload.get("interrupt"):
+            results = Path(payload["results"])  # Ctrl-C once the item before is on disk
+            while '"k0"' not in (results.read_text() if results.exists() else ""):
+                time.sleep(0.01)
+            time.sleep(0.2)
+            os.kill(payload["interrupt"], signal.SIGINT)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if stop_requested():
+                    Path(payload["marker"]).write_text("stopped")
+                    raise GenerationInterrupted("stopped between tokens")
+                time.sleep(0.01)
+        return {"value": payload["value"]}
+
+    return work
+
+
+@pytest.mark.xdist_group("ray")
+def test_ctrl_c_stops_a_ray_run_keeps_what_finished_and_resumes(ray_session, tmp_path):
+    from tooluse.evals.engine import RunInterrupted
+
+    out, marker = tmp_path / "ray.jsonl", tmp_path / "stopped"
+    work = [WorkItem(key=f"k{i}", payload={"value": i}) for i in range(4)]
+    driver = {"interrupt": os.getpid(), "marker": str(marker), "results": str(out)}
+    work[1] = WorkItem(key="k1", payload={"value": 1, **driver})
+    started = time.monotonic()
+    with pytest.raises(RunInterrupted) as caught:
+        run_items(work, interrupting_worker, out, engine="ray", workers=1, progress=False)
+    assert time.monotonic() - started < 30  # the interrupted item had a minute to go
+    assert marker.exists()  # the actor's item was asked to stop, not left to run
+    assert caught.value.written == 1 and caught.value.abandoned == 0
+    assert [row["key"] for row in lines(out)] == ["k0"]  # the cut-short item is not recorded
+    assert [row["key"] for row in caught.value.records] == ["k0"]
+    # The rerun (same factory, same Ray session) resumes on fresh actors, none left stopping.
+    again = [WorkItem(key=f"k{i}", payload={"value": i}) for i in range(4)]
+    run = run_items(again, interrupting_worker, out, engine="ray", workers=1, progress=False)
+    assert (run.skipped, run.ran, run.failed) == (1, 3, 0)
+    assert [row["value"] for row in run.records] == [0, 1, 2, 3]
+
+
+class _FourAtOnce:
+    """A worker that takes four items at once (as a batched model does) and records how many
+    of its items ran together."""
+
+    concurrency = 4
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.running = 0
+        self.most = 0
+
+    def __call__(self, item):
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        time.sleep(0.3)
+        with self.lock:
+            self.running -= 1
+        return {"value": item.payload, "most": self.most, "pid": os.getpid()}
+
+
+@pytest.mark.xdist_group("ray")
+def test_a_ray_actor_runs_as_many_items_at_once_as_its_worker_takes(ray_session, tmp_path):
+    run = run_items(
+        items(12), _FourAtOnce, tmp_path / "ray.jsonl", engine="ray", workers=1, progress=False
+    )
+    assert [r["value"] for r in run.records] == list(range(12))
+    assert len({r["pid"] for r in run.records}) == 1
+    assert max(r["most"] for r in run.records) == 4  # four together, never five

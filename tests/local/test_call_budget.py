@@ -11,8 +11,8 @@ from tooluse import ChatMessage, SamplingParams, ToolDefinition, ToolParameter
 from tooluse.events import ParseError
 from tooluse.local import LlamaCppBackend
 from tooluse.local.call_shape import count_values
-from tooluse.local.sampling import DecodeSettings, JsonStringState, is_looping
 from tooluse.local.grammar import minimal_instance
+from tooluse.local.sampling import DecodeSettings, JsonStringState, is_looping
 from tooluse.providers.base import GenerationDone
 
 LETTER = ToolDefinition(

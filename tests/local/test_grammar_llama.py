@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 
 from tooluse.errors import GrammarError
-from tooluse.local.sampling import GrammarSampler
 from tooluse.local.grammar import schema_to_gbnf
+from tooluse.local.sampling import GrammarSampler
 
 pytestmark = pytest.mark.slow
 

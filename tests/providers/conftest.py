@@ -124,3 +124,12 @@ def server():
     srv = ScriptedHTTPServer()
     yield srv
     srv.close()
+
+
+@pytest.fixture(autouse=True)
+def fresh_sampling_reports(monkeypatch):
+    """Dropped sampling parameters are logged once per process: each test starts afresh, so
+    what it sees does not depend on the tests run before it."""
+    from tooluse.providers import claude_models
+
+    monkeypatch.setattr(claude_models, "_reported", set())

@@ -184,3 +184,40 @@ def test_tool_manager_runs_the_mesa_tools_for_an_agent():
     [result] = manager.call_tools(walker, response)
     assert result["is_error"] and "one of" in result["response"]
     assert walker.pos == (3, 2)
+
+
+def test_an_agent_sent_by_the_model_is_an_unknown_argument_not_silently_replaced():
+    """The model cannot choose the agent: its ``agent`` value is reported as unknown (the
+    loop's words), the move is not made, and a call without it runs for the real agent."""
+    model = GridModel()
+    walker, other = model.walkers[1], model.walkers[2]  # at (2, 2) and (4, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        manager = ToolManager(registry=None)
+        for definition in MESA_TOOLS:
+            manager.register(definition)
+    chosen = {"direction": "East", "agent": other.unique_id}
+    response = ScriptedBackend(
+        [
+            [
+                ToolCall(id="m1", name="move_one_step", arguments=chosen),
+                ToolCall(id="m2", name="move_one_step", arguments={"direction": "North"}),
+            ]
+        ]
+    ).generate_with_tools([], tools=[])
+    refused, moved = manager.call_tools(walker, response)
+    assert refused["tool_call_id"] == "m1" and refused["is_error"] is True
+    assert "agent: unknown argument" in refused["response"]
+    assert moved["is_error"] is False and "moved North to (2, 3)" in moved["response"]
+    assert (walker.pos, other.pos) == ((2, 3), (4, 4))  # only the call without an agent ran
+    # The loop answers the same call in the same words.
+    backend = ScriptedBackend(
+        [
+            [ToolCall(id="l1", name="move_one_step", arguments=chosen)],
+            tooluse.GenerationResult(text="ok"),
+        ]
+    )
+    result = tooluse.run(backend, "move", tools=list(MESA_TOOLS), injected={"agent": walker})
+    [reply] = [m.content for m in result.messages if m.role == "tool"]
+    assert refused["response"].removeprefix("Error: ") == reply.removeprefix("error: ")
+    assert walker.pos == (2, 3)

@@ -96,6 +96,14 @@ def test_call_tools_drops_arguments_the_tool_does_not_take(manager):
     assert result["is_error"] is False
 
 
+def test_call_tools_reports_a_model_sent_agent_even_beside_droppable_names(manager):
+    sent = {"name": "Ann", "agent": "someone else", "mood": "happy"}
+    [result] = manager.call_tools("the agent", _response(_call("c1", "greet", json.dumps(sent))))
+    assert result["is_error"] is True
+    assert "agent: unknown argument" in result["response"]
+    assert "Hi Ann" not in result["response"]  # the tool did not run
+
+
 def test_call_tools_still_reports_a_misspelt_required_argument(manager):
     [result] = manager.call_tools(
         object(), _response(_call("c1", "greet", json.dumps({"nme": "Ann", "mood": "happy"})))

@@ -8,13 +8,15 @@
 
 Trajectories go to ``DIR/trajectories.jsonl`` as they finish (run the same command again to
 resume), the figures to ``DIR/summary.json``, and the summary table is printed. ``-o FILE``
-also writes the trajectories of this run, in task order, to one JSONL file.
+also writes the trajectories of this run, in task order, to one JSONL file (after Ctrl-C:
+those that finished).
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -159,10 +161,16 @@ def _print_result(result: Any, env_name: str, directory: Path, output: Path | No
     typer.echo(f"{env_name}: solved {solved}/{len(ok)} ({rate:.1%})")
     typer.echo(f"trajectories and summary in {directory}")
     if output is not None:
-        with output.open("w", encoding="utf-8") as handle:
-            for record in result.records:
-                handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        _write_records(output, result.records)
         typer.echo(f"trajectories written to {output}")
+
+
+def _write_records(output: Path, records: Sequence[dict[str, Any]]) -> Path:
+    """``records`` as JSON Lines in ``output`` (also what an interrupted run finished)."""
+    with output.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+    return output
 
 
 def env_command(  # noqa: PLR0913 - one parameter per command-line option
@@ -213,7 +221,8 @@ def env_command(  # noqa: PLR0913 - one parameter per command-line option
     count = len(environment) if limit is None else min(limit, len(environment))
     directory = out if out is not None else Path(tempfile.mkdtemp(prefix="tooluse-eval-"))
     try:
-        with interruptible_run(out), environment:
+        save = partial(_write_records, output) if output is not None else None
+        with interruptible_run(out, scratch=directory, save=save), environment:
             result = runner.run_evaluation(
                 range(count),
                 out=directory,

@@ -9,7 +9,7 @@ report a bad one.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -104,6 +104,33 @@ def check_output_paths(out_dir: Path | None, output_file: Path | None) -> None:
         raise typer.Exit(2)
 
 
+def _interrupted_note(
+    exc: KeyboardInterrupt,
+    out: Path | None,
+    scratch: Path | None,
+    save: Callable[[Sequence[dict[str, Any]]], Path] | None,
+) -> str:
+    """Where an interrupted run's finished items are, and how to resume it."""
+    written = getattr(exc, "written", None)
+    if written is None:
+        return "stopped"
+    if out is not None:
+        note = f"{written} finished item(s) written in {out}"
+        resume = "; run the same command again to resume"
+    elif scratch is not None:
+        note = f"{written} finished item(s) written in {scratch}"
+        resume = f"; run the same command with --out {scratch} to resume"
+    else:
+        note, resume = f"{written} finished item(s) not kept (no --out)", ""
+    records = getattr(exc, "records", ())
+    if save is not None and records:
+        try:
+            note += f", {len(records)} in {save(records)}"
+        except OSError as error:
+            note += f" (--output not written: {error.strerror or error})"
+    return note + resume
+
+
 def _out_dir_problem(out_dir: Path) -> str | None:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -127,13 +154,21 @@ def _output_file_problem(output_file: Path) -> str | None:
 
 
 @contextmanager
-def interruptible_run(out: Path | None) -> Iterator[None]:
+def interruptible_run(
+    out: Path | None,
+    *,
+    scratch: Path | None = None,
+    save: Callable[[Sequence[dict[str, Any]]], Path] | None = None,
+) -> Iterator[None]:
     """Ctrl-C or SIGTERM stops the run inside: what finished is in ``out``, resumable.
 
     The engine asks the in-flight generations to stop and waits up to two seconds for them;
     the command then exits 130 (Ctrl-C) or 143 (SIGTERM). A second Ctrl-C, or a worker still
     busy after the wait, ends the process at once: waiting for worker threads at interpreter
-    exit would keep it running until their trajectories end.
+    exit would keep it running until their trajectories end. Without ``--out`` the run's
+    directory is ``scratch`` (kept: the message names it) or none (nothing is kept).
+    ``save(records)`` writes the finished rows (in item order) to the command's ``--output``
+    file and returns its path, which the message names too.
     """
     import signal
     import sys
@@ -154,11 +189,7 @@ def interruptible_run(out: Path | None) -> Iterator[None]:
         yield
     except KeyboardInterrupt as exc:
         code = 143 if got else 130
-        where = f" in {out}" if out is not None else ""
-        written = getattr(exc, "written", None)
-        done = f"{written} finished item(s) written{where}" if written is not None else "stopped"
-        resume = "; run the same command again to resume" if out is not None else ""
-        typer.echo(f"interrupted: {done}{resume}", err=True)
+        typer.echo(f"interrupted: {_interrupted_note(exc, out, scratch, save)}", err=True)
         if isinstance(exc, RunInterrupted) and exc.abandoned:
             sys.stdout.flush()
             sys.stderr.flush()

@@ -22,10 +22,10 @@ the same file skips the items already there (the resume key is ``WorkItem.key``)
 last line (the process died mid-write) is dropped and its item redone. A worker that raises or
 times out gives a record with ``"error"`` and ``"error_kind"``, and the run goes on.
 
-Ctrl-C in the main thread (the local engine) raises :class:`RunInterrupted` (a
-``KeyboardInterrupt``): no new item starts, running generations are asked to stop
-(:mod:`tooluse.interrupts`; the local model checks between tokens) and given two seconds;
-items that still finish cleanly are written, the cut-short ones are not (a rerun does them).
+Ctrl-C in the main thread raises :class:`RunInterrupted` (a ``KeyboardInterrupt``): no new
+item starts, running generations are asked to stop (:mod:`tooluse.interrupts`; the local
+model checks between tokens; on Ray, in each actor's process) and given two seconds; items
+that still finish cleanly are written, the cut-short ones are not (a rerun does them).
 
 ``engine="ray"`` runs the same items on Ray actors (``pip install 'tooluse[ray]'``), one
 worker per actor, and writes the same file; an actor that dies has its items retried.
@@ -47,6 +47,7 @@ from typing import Any, Literal
 
 from tooluse.evals.engine_ray import run_on_ray
 from tooluse.evals.engine_types import (
+    INTERRUPT_GRACE,
     EngineError,
     EngineRun,
     RunInterrupted,
@@ -317,10 +318,6 @@ def _collect(
         ) from failure
 
 
-#: How long an interrupted run waits for its workers to stop (their generations are asked to).
-INTERRUPT_GRACE = 2.0
-
-
 def _wind_down(
     finished: queue.Queue[Any],
     running: int,
@@ -433,6 +430,10 @@ def _dispatch(
     )
 
 
+def _in_order(keys: Sequence[str], rows: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    return tuple(rows[k] for k in keys if k in rows)
+
+
 def run_items(
     items: Sequence[WorkItem],
     make_worker: WorkerFactory,
@@ -489,9 +490,12 @@ def run_items(
                 opts.on_record(row)
 
         if todo:
-            _dispatch(todo, make_worker, emit, opts)
-    merged = {**existing, **fresh}
-    records = tuple(merged[k] for k in keys if k in merged)
+            try:
+                _dispatch(todo, make_worker, emit, opts)
+            except RunInterrupted as stopped:
+                stopped.records = _in_order(keys, {**existing, **fresh})
+                raise
+    records = _in_order(keys, {**existing, **fresh})
     seconds = elapsed[0]
     return EngineRun(
         records=records,

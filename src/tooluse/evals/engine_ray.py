@@ -6,6 +6,10 @@ them together; one otherwise), on the actor's threads; the driver keeps every ac
 when an actor dies (killed, out of memory, node lost) starts a new one and gives the item
 again, up to ``max_retries`` times, after which the item gets a ``worker_lost`` error record.
 An item past ``item_timeout`` has its actor killed and replaced, and gets a ``timeout`` record.
+Ctrl-C stops the run as it stops the local engine's: no new item starts, each actor is asked to
+stop its item (its process's stop request, :mod:`tooluse.interrupts`, sent through a control
+method that runs beside the item), the items that still finish cleanly within the grace are
+written, then the actors are killed (none kept) and :class:`RunInterrupted` is raised.
 
 Two things keep the actors from waiting on the driver:
 
@@ -21,13 +25,16 @@ Two things keep the actors from waiting on the driver:
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from tooluse.evals.engine_types import (
+    INTERRUPT_GRACE,
     EngineError,
+    RunInterrupted,
     WorkerFactory,
     WorkItem,
     call_worker,
@@ -81,13 +88,25 @@ class _WorkerActor:
 
     def __init__(self, make_worker: WorkerFactory) -> None:
         self._worker = make_worker()
+        self._runs = min(MAX_ACTOR_ITEMS, worker_capacity(self._worker))
+        # Ray hands every call a thread at once: items beyond what the worker takes (the
+        # pipelined one) wait here, in the actor, for a running one to end
+        self._places = threading.BoundedSemaphore(self._runs)
 
     def ready(self) -> int:
         """How many items the actor runs at once."""
-        return min(MAX_ACTOR_ITEMS, worker_capacity(self._worker))
+        return self._runs
 
     def run(self, item: WorkItem) -> dict[str, Any]:
-        return call_worker(self._worker, item)
+        with self._places:
+            return call_worker(self._worker, item)
+
+    def stop(self) -> None:
+        """Ask the running item's generation to stop (called in the ``control`` group, so it
+        runs while ``run`` is busy)."""
+        from tooluse.interrupts import request_stop
+
+        request_stop()
 
 
 class _RayPool:
@@ -105,11 +124,15 @@ class _RayPool:
         depth: int,
     ) -> None:
         self.ray = ray
-        self.emit = emit
+        self._emit = emit
+        self.written = 0  # records emitted, for the interrupted run's count
         self.max_retries = max_retries
         self.depth = depth  # items an actor holds beyond those it runs (queued)
         self.actor_class = ray.remote(
-            num_cpus=cpus_per_worker, max_restarts=0, max_concurrency=MAX_ACTOR_ITEMS + 1
+            num_cpus=cpus_per_worker,
+            max_restarts=0,
+            max_concurrency=MAX_ACTOR_ITEMS + 1,
+            concurrency_groups={"control": 1},
         )(_WorkerActor)
         self.factory_ref = ray.put(make_worker)
         self.waiting: deque[WorkItem] = deque(todo)
@@ -122,6 +145,10 @@ class _RayPool:
         # actors, so an item's timeout never counts a model load)
         self.starting: dict[Any, Any] = {}
         self.reused: set[Any] = set()  # kept actors whose readiness is being checked
+
+    def emit(self, item: WorkItem, record: dict[str, Any]) -> None:
+        self._emit(item, record)
+        self.written += 1
 
     @property
     def busy(self) -> bool:
@@ -204,16 +231,39 @@ class _RayPool:
                 self.emit(item, error_record(None, "timeout", message))
                 self.replace(actor)
 
+    def wind_down(self, grace: float) -> None:
+        """After an interrupt: start nothing more, ask every actor to stop its item, and for
+        up to ``grace`` seconds write the items that still finish cleanly (an item cut short
+        is left out, so a rerun does it); a second interrupt stops the wait at once."""
+        self.waiting.clear()
+        for actor in self.load:
+            actor.stop.options(concurrency_group="control").remote()
+        deadline = time.monotonic() + grace
+        try:
+            while self.flight and time.monotonic() < deadline:
+                left = max(0.0, deadline - time.monotonic())
+                ready, _ = self.ray.wait(list(self.flight), num_returns=1, timeout=left)
+                for ref in ready:
+                    _actor, item, _started = self.flight.pop(ref)
+                    try:
+                        record = self.ray.get(ref)
+                    except Exception:  # noqa: S112 - an actor lost meanwhile: a rerun does it
+                        continue
+                    if not record.get("error"):
+                        self.emit(item, record)
+        except KeyboardInterrupt:
+            pass
+
     def close(self, keep: str | None) -> None:
         """Kill the actors, or keep the idle ones under the digest ``keep``."""
         for actor, _item, _started in self.flight.values():
             self.load.pop(actor, None)
             self.ray.kill(actor, no_restart=True)
-        idle = [actor for actor, held in self.load.items() if held == 0]
         if keep is not None:
-            _KEPT.setdefault(keep, []).extend(idle)
-            idle = []
-        for actor in [*idle, *self.starting.values()]:
+            _KEPT.setdefault(keep, []).extend(a for a, held in self.load.items() if held == 0)
+            self.load = {a: held for a, held in self.load.items() if held}
+        # Busy actors whose items were given up (an interrupted run) go too.
+        for actor in [*self.load, *self.starting.values()]:
             self.ray.kill(actor, no_restart=True)
 
 
@@ -301,10 +351,17 @@ def run_on_ray(  # noqa: PLR0913 - the engine's options, keyword-only
                 pool.expire(item_timeout)
     except GetTimeoutError as exc:  # pragma: no cover - ray.get is only called on ready refs
         raise EngineError(f"Ray did not return a result: {exc}") from exc
+    except KeyboardInterrupt:
+        pool.wind_down(INTERRUPT_GRACE)
+        digest = None  # actors asked to stop are not kept for a later run
+        raise RunInterrupted(written=pool.written, abandoned=0) from None
     finally:
-        pool.close(digest)
-        if started_here:
-            ray.shutdown()
+        try:
+            pool.close(digest)
+            if started_here:
+                ray.shutdown()
+        except KeyboardInterrupt:  # a second Ctrl-C: what is left ends with the Ray session
+            pass
 
 
 def _retry_or_fail(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "INTERRUPT_GRACE",
     "EngineError",
     "EngineRun",
     "RunInterrupted",
@@ -38,6 +39,10 @@ Worker = Callable[[WorkItem], dict[str, Any]]
 WorkerFactory = Callable[[], Worker]
 
 
+#: How long an interrupted run waits for its items in flight to stop (they are asked to).
+INTERRUPT_GRACE = 2.0
+
+
 class EngineError(RuntimeError):
     """A run cannot start or go on (a corrupt results file, duplicate keys, a bad option)."""
 
@@ -48,13 +53,18 @@ class RunInterrupted(KeyboardInterrupt):
     ``abandoned`` counts the worker threads still busy when the run stopped waiting for them
     (a second interrupt, or a call that did not stop within the grace period); a process that
     exits now should not wait for them. Items that did not finish are not written: running
-    the same command again does them, and skips the others.
+    the same command again does them, and skips the others. ``records`` (set by
+    :func:`~tooluse.evals.engine.run_items`) are the rows in the results file for the run's
+    items, in item order, those of earlier runs included, as ``EngineRun.records``.
     """
 
-    def __init__(self, *, written: int, abandoned: int) -> None:
+    def __init__(
+        self, *, written: int, abandoned: int, records: tuple[dict[str, Any], ...] = ()
+    ) -> None:
         super().__init__(f"interrupted: {written} item(s) written, {abandoned} still running")
         self.written = written
         self.abandoned = abandoned
+        self.records = records
 
 
 @dataclass(frozen=True, kw_only=True)

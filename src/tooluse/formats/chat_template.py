@@ -114,15 +114,21 @@ def tool_to_template_dict(tool: Any) -> dict[str, Any]:
     return definition.to_openai_schema()
 
 
+#: The names a message's reasoning comes under, the standard one first.
+REASONING_KEYS = ("reasoning_content", "thinking", "reasoning")
+
+
 def message_to_template_dict(message: ChatMessage | Mapping[str, Any]) -> dict[str, Any]:
     """A message as templates expect it (OpenAI chat shape; dicts pass through).
 
     Assistant tool calls carry their arguments as an object (templates apply ``tojson``); tool
     results carry ``tool_call_id`` and ``name``; reasoning goes in ``reasoning_content`` and, as
-    transformers 5 passes it, in ``thinking`` (gpt-oss and LFM2.5 templates read that one).
+    transformers 5 passes it, in ``thinking`` (gpt-oss and LFM2.5 templates read that one). A
+    dict's reasoning, under any of :data:`REASONING_KEYS`, is given both names the same way
+    (a ``thinking`` it has is kept).
     """
     if not isinstance(message, ChatMessage):
-        return dict(message)
+        return _with_reasoning_names(dict(message))
     out: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.role == "assistant":
         if message.tool_calls:
@@ -151,6 +157,14 @@ def message_to_template_dict(message: ChatMessage | Mapping[str, Any]) -> dict[s
     elif message.name:
         out["name"] = message.name
     return out
+
+
+def _with_reasoning_names(message: dict[str, Any]) -> dict[str, Any]:
+    reasoning = next((message[k] for k in REASONING_KEYS if message.get(k) is not None), None)
+    if reasoning is not None:
+        message.setdefault("thinking", reasoning)
+        message["reasoning_content"] = reasoning
+    return message
 
 
 def render_chat_template(

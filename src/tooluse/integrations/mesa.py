@@ -3,7 +3,8 @@
 
 Each tool takes the calling agent as its ``agent`` parameter, which is hidden from the model and
 injected at call time (``tooluse.run(..., injected={"agent": agent})`` or
-``ToolManager.call_tools(agent, response)``). Movement works on the spaces Mesa ships:
+``ToolManager.call_tools(agent, response)``); an ``agent`` the model sends is answered as an
+unknown argument and the call is not run. Movement works on the spaces Mesa ships:
 ``SingleGrid``/``MultiGrid`` and ``ContinuousSpace`` (``x, y``; North is ``y + 1``) and the
 ``mesa.discrete_space`` orthogonal grids (``row, col``; North is ``row - 1``), found as the
 model's ``grid`` or ``space`` attribute. A move the space cannot make (the boundary of a

@@ -114,6 +114,12 @@ def encode_request(
         body["inferenceConfig"] = inference
     if params is not None:
         body.update(params.extra)
+    native = body.get("additionalModelRequestFields")
+    if isinstance(native, dict):  # Claude's own fields (top_k goes here on Converse)
+        body["additionalModelRequestFields"] = native = dict(native)
+        apply_sampling_rules(native, model)
+        if not native:
+            del body["additionalModelRequestFields"]
     return body
 
 

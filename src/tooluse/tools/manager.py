@@ -51,13 +51,17 @@ def _returns_text(definition: ToolDefinition) -> str:
 
 def _without_unknown(definition: ToolDefinition, raw: Any) -> dict[str, Any] | None:
     """The arguments without the names the tool does not take, or ``None`` when none is
-    dropped (or the arguments cannot be read)."""
+    dropped (or the arguments cannot be read). A value for a hidden parameter (the injected
+    ``agent``) is never dropped: the model is told it is unknown, as the loop tells it, so it
+    cannot believe it chose the agent."""
     schema = definition.parameters_schema
     if schema.get("additionalProperties") not in (False, None):
         return None
     try:
         arguments, _ = parse_arguments(raw, definition.name)
     except ToolArgumentError:
+        return None
+    if set(arguments) & set(definition.injected):
         return None
     known = set(schema.get("properties") or ())
     kept = {k: v for k, v in arguments.items() if k in known}

@@ -37,6 +37,9 @@ What is enforced (Linux; every run, with the default settings). The child is a f
   even in a new session or double-forked, and all of them are killed when the code ends, times
   out or the caller dies (listed as ``process_tree`` in ``result.isolation``). Only code
   running as the caller's own user (``isolate=False``) could kill that supervisor first.
+  In a session, a call is one cell: before the cell's result comes back, the supervisor kills
+  every process the session's interpreter started (only the interpreter itself stays); the
+  interpreter never holds the pipe the result travels on, so no result comes back unswept.
 - **Resource limits** (``setrlimit``, hard = soft): CPU seconds, address space, written file
   size, no core dumps and, unless ``allow_subprocess=True``, one process (plus an
   in-interpreter guard that refuses ``fork``/``exec``/``subprocess``/``ctypes``; a convenience,

@@ -1,7 +1,8 @@
 """The sandbox child: sets up the isolation, then runs the model's code.
 
-Not imported by tooluse: :mod:`tooluse.execution.sandbox.process` runs this file (compiled once per
-process, or its source with ``-c``) as ``python -I`` with one comma-separated argument (see
+Not imported by tooluse: :mod:`tooluse.execution.sandbox.process` runs this file after
+``child_tree.py`` (the supervisors and the process-tree kill), as one program (compiled once,
+or its source with ``-c``), as ``python -I`` with one comma-separated argument (see
 :func:`_config`). Steps:
 
 1. New namespaces, one by one, so the report says which ones the kernel refused: user (when
@@ -12,7 +13,9 @@ process, or its source with ``-c``) as ``python -I`` with one comma-separated ar
    lifeline pipe closes (the parent died, or stopped the call). Without a PID namespace
    (refused, or ``isolate`` off) this process forks too, as a subreaper: orphans of the code
    are re-parented to it, and when the code ends or the lifeline closes it kills every
-   descendant (found through ``/proc``) before ending as the code ended.
+   descendant (found through the host's ``/proc``, opened before the private root hides it)
+   before ending as the code ended. In a session the code's replies pass through the
+   supervisor, which first kills every process but the code's own (and PID 1).
 3. PID 1 starts a new session, builds a private root (tmpfs; system and interpreter
    directories bound read-only; the work directory the only writable host directory; a fresh
    ``/proc``; a minimal ``/dev``; a small ``/tmp``), pivots into it and drops privileges
@@ -33,7 +36,10 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, NoReturn
+    from typing import Any
+
+    # Defined at run time by child_tree.py, whose source comes first in the program.
+    from tooluse.execution.sandbox.child_tree import _close, _contain, _init, _replies, _supervise
 
 NOBODY = 65534
 WORKDIR = "/sandbox"
@@ -51,7 +57,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 24, 36, 38
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 
 
@@ -283,160 +289,6 @@ class Setup:
             self.missing("no_new_privs", self._error("prctl"))
 
 
-def _end_as(status: int, relay: int | None) -> "NoReturn":
-    """End this process the way a child ended (its exit status, or its signal)."""
-    import signal
-
-    number = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
-    if relay is not None:  # a relayed signal: PID 1 itself cannot die of most signals
-        data = os.read(relay, 16)
-        number = int(data) if data.strip() else number
-    if number:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if number != signal.SIGKILL:
-            signal.signal(number, signal.SIG_DFL)
-        os.kill(os.getpid(), number)
-        os._exit(128 + number)
-    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
-
-
-def _supervise(pid: int, lifeline: int | None, relay: int) -> "NoReturn":
-    """Outside the PID namespace: wait for PID 1 and end as the code ended."""
-    import select
-    import signal
-
-    try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        pidfd = None
-    if pidfd is not None:
-        watched = [pidfd] + ([lifeline] if lifeline is not None else [])
-        while True:
-            ready, _, _ = select.select(watched, [], [])
-            if pidfd in ready:
-                break
-            if lifeline in ready and not os.read(lifeline, 64):
-                os.kill(pid, signal.SIGKILL)  # the parent is gone: so is the namespace
-                break
-    _, status = os.waitpid(pid, 0)
-    os.set_blocking(relay, False)
-    try:
-        _end_as(status, relay)
-    except BlockingIOError:
-        _end_as(status, None)
-
-
-def _init(pid: int, relay: int) -> "NoReturn":
-    """PID 1: reap every orphan; when the code's process ends, end the namespace."""
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)  # the output pipes must close when the code ends
-    while True:
-        try:
-            ended, status = os.wait()
-        except ChildProcessError:
-            os._exit(1)
-        if ended == pid:
-            break
-    if os.WIFSIGNALED(status):
-        os.write(relay, str(os.WTERMSIG(status)).encode())
-        os._exit(1)
-    os._exit(os.waitstatus_to_exitcode(status))
-
-
-def _contain(config: dict[str, int | None], libc: "Any", report: list[str]) -> None:
-    """Without a PID namespace: stay outside as a subreaper and run the code in a child.
-
-    Every process the code starts, even one in a new session or double-forked, stays a
-    descendant of this process (orphans are re-parented to the nearest subreaper, not to
-    init), so when the code ends, or the parent's lifeline closes, all of them are killed.
-    Returns in the code's process.
-    """
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        report.append("missing process_tree prctl: subreaper refused")
-        return
-    pid = os.fork()
-    if pid:
-        _close(config["status_fd"], config["command_fd"], config["reply_fd"])
-        _supervise_tree(pid, config["lifeline_fd"])
-    report.append("enforced process_tree subreaper")
-
-
-def _supervise_tree(pid: int, lifeline: int | None) -> "NoReturn":
-    """Wait for the code's process (or the lifeline's end), kill what is left, end as it did."""
-    import select
-    import signal
-
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)  # the output pipes must close when the code's processes end
-    try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        pidfd = None
-    if pidfd is not None and lifeline is not None:
-        while True:
-            ready, _, _ = select.select([pidfd, lifeline], [], [])
-            if pidfd in ready:
-                break
-            if not os.read(lifeline, 64):
-                os.kill(pid, signal.SIGKILL)  # the parent is gone, or stopped the call
-                break
-    _, status = os.waitpid(pid, 0)
-    _kill_tree()
-    _end_as(status, None)
-
-
-def _descendants() -> list[int]:
-    """This process's descendants, from the parent links in ``/proc``."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                ppid = int(handle.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue  # gone meanwhile
-        children.setdefault(ppid, []).append(int(entry))
-    found: list[int] = []
-    todo = [os.getpid()]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _kill_tree() -> None:
-    """SIGKILL every descendant until none is left (the killed ones' children come here)."""
-    import signal
-    import time
-
-    for _ in range(5000):
-        while True:  # reap what has ended; no child at all means no descendant either
-            try:
-                ended, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if not ended:
-                break
-        for pid in _descendants():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.001)
-
-
-def _close(*fds: int | None) -> None:
-    for fd in fds:
-        if fd is not None:
-            os.close(fd)
-
-
 def _isolate(config: dict[str, int | None]) -> list[str]:
     setup = Setup(config)
     setup.unshare_all()
@@ -450,11 +302,13 @@ def _isolate(config: dict[str, int | None]) -> list[str]:
     relay = None
     if "pid" in setup.namespaces:
         relay, relay_w = os.pipe()
+        replies = _replies(config)
         pid = os.fork()
         if pid:
             _close(config["status_fd"], config["command_fd"], config["reply_fd"], relay_w)
-            _supervise(pid, config["lifeline_fd"], relay)
+            _supervise(pid, config["lifeline_fd"], relay, replies)
         os.close(relay)
+        _close(*(replies or ()))  # nothing of the host stays in the namespace
         relay = relay_w
         setup.libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
     else:

@@ -47,9 +47,10 @@ __all__ = [
     "remove_workdir",
 ]
 
-#: The child's program (isolation set-up, limits, the code); see :func:`child_command`.
-CHILD_PATH = Path(__file__).with_name("child.py")
-CHILD_SOURCE = CHILD_PATH.read_text(encoding="utf-8")
+#: The child's program: its process tree (supervisors, the kill of what the code started),
+#: then the isolation set-up, limits and the code; one program (see :func:`child_command`).
+CHILD_FILES = (Path(__file__).with_name("child_tree.py"), Path(__file__).with_name("child.py"))
+CHILD_SOURCE = "\n\n".join(path.read_text(encoding="utf-8") for path in CHILD_FILES)
 _compiled: list[str] = []  # the child's bytecode file, once compiled (at most one entry)
 _compiled_lock = threading.Lock()
 
@@ -224,12 +225,19 @@ def _compile_child() -> str:
         return target
     # Written beside and renamed: a process starting the child never sees half a file.
     partial = os.path.join(folder, f".{digest}-{os.getpid()}-{threading.get_ident()}.tmp")
-    py_compile.compile(
-        str(CHILD_PATH),
-        cfile=partial,
-        doraise=True,
-        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
-    )
+    source = partial + ".py"  # the one program, from its files
+    with open(source, "w", encoding="utf-8") as handle:
+        handle.write(CHILD_SOURCE)
+    try:
+        py_compile.compile(
+            source,
+            cfile=partial,
+            dfile="tooluse-sandbox-child",
+            doraise=True,
+            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+        )
+    finally:
+        os.unlink(source)
     os.replace(partial, target)
     return target
 

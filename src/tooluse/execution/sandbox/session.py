@@ -17,8 +17,10 @@ A session's child has the same isolation and limits as a one-shot run
 (:mod:`tooluse.execution.sandbox`); it starts at the first call, runs each call's code in one
 persistent ``__main__`` namespace, and is killed at :meth:`SandboxSession.close` (or when the
 ``with`` block ends, or when the session is garbage collected). Nothing is shared between
-sessions. The wall-clock timeout applies per call; the CPU limit is the session's total
-(``cpu_seconds``, default 20 times the timeout). A call that times out or kills the
+sessions. What a call starts ends with the call: processes the code started (with
+``allow_subprocess=True``) are killed before its result comes back, so a background process
+cannot be kept for a later call. The wall-clock timeout applies per call; the CPU limit is
+the session's total (``cpu_seconds``, default 20 times the timeout). A call that times out or kills the
 interpreter (CPU limit, signal) ends the session's child: the next call starts a fresh one,
 and the failed call's error says that the variables are gone.
 """
