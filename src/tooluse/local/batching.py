@@ -413,14 +413,31 @@ class BatchEngine:
             self._finish(request, error=error, drop=True)
 
     def _admit(self) -> None:
-        """Move waiting sequences into free slots (called with the condition held)."""
-        while self._waiting and len(self._active) < self.batch:
+        """Move waiting sequences into free slots (called with the condition held). A sequence
+        whose prompt shares a long prefix with one still being read waits for it, then copies
+        it (the k samples of one task, a server's clients with one system prompt)."""
+        for request in list(self._waiting):
+            if len(self._active) >= self.batch:
+                return
             free = [slot for slot in self._slots if slot.request is None]
             if not free:
                 return
-            request = self._waiting.popleft()
+            if self._reading_its_prefix(request):
+                continue
+            self._waiting.remove(request)
             self._place(request, free)
             self._active.append(request)
+
+    def _reading_its_prefix(self, request: _Request) -> bool:
+        """Whether an active sequence is still reading a long prefix of ``request``'s prompt."""
+        for active in self._active:
+            slot = active.slot
+            if slot is None or len(active.pending) <= 1:
+                continue
+            shared = common_prefix_length(active.prompt, request.prompt)
+            if shared - len(slot.tokens) >= MIN_COPY:
+                return True
+        return False
 
     def _place(self, request: _Request, free: list[_Slot]) -> None:
         """Give ``request`` a slot and the longest cached prefix of its prompt."""

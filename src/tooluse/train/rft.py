@@ -12,7 +12,8 @@ round (and that round's SFT resumes from its checkpoint).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,20 +77,39 @@ def _runner(env: Any, backend: Backend, options: RFTOptions, temperature: float,
     )
 
 
+def _play_all(backend: Backend, jobs: Sequence[tuple[Any, int]]) -> list[Any]:
+    """``runner.run_trajectory(task_index=index)`` for each ``(runner, index)``, in order,
+    as many at once as the model decodes together (its batch size)."""
+    at_once = max(1, int(getattr(backend, "batch_size", 1) or 1))
+    with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="tooluse-rft") as pool:
+        return list(pool.map(lambda job: job[0].run_trajectory(task_index=job[1]), jobs))
+
+
 def _sample(env: Any, backend: Backend, options: RFTOptions, round_number: int) -> list[Any]:
-    trajectories = []
-    for sample in range(options.samples):
-        seed = options.sft.seed * 1_000 + round_number * 100 + sample
-        runner = _runner(env, backend, options, options.temperature, seed)
-        for index in range(options.size - options.held_out):
-            trajectories.append(runner.run_trajectory(task_index=index))
-    return trajectories
+    """``samples`` trajectories of each train task, sample by sample; the samples of one task
+    are played together (one batch, their shared prompt read once)."""
+    runners = [
+        _runner(env, backend, options, options.temperature, seed)
+        for seed in (
+            options.sft.seed * 1_000 + round_number * 100 + sample
+            for sample in range(options.samples)
+        )
+    ]
+    tasks = range(options.size - options.held_out)
+    played = _play_all(backend, [(runner, index) for index in tasks for runner in runners])
+    by_task = {
+        (index, sample): played[position * options.samples + sample]
+        for position, index in enumerate(tasks)
+        for sample in range(options.samples)
+    }
+    return [by_task[index, sample] for sample in range(options.samples) for index in tasks]
 
 
 def _held_out_success(env: Any, backend: Backend, options: RFTOptions) -> float:
     runner = _runner(env, backend, options, 0.0, options.sft.seed)
     indices = range(options.size - options.held_out, options.size)
-    return sum(runner.run_trajectory(task_index=i).success for i in indices) / len(indices)
+    played = _play_all(backend, [(runner, index) for index in indices])
+    return sum(trajectory.success for trajectory in played) / len(indices)
 
 
 def _kept_so_far(out: Path, before: int) -> list[Conversation]:
