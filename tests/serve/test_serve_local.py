@@ -318,3 +318,59 @@ def test_twenty_concurrent_requests_are_all_answered_and_not_mixed_up(local_serv
         answers = list(pool.map(ask, range(20)))
     assert [name for _, name in answers] == [f"tool_{i}" for i, _ in answers]
     assert len(answers) == 20
+
+
+def _answer(client: openai.OpenAI, request: dict) -> tuple:
+    """What the server answered to ``request``: text, calls (name and arguments) and finish
+    reason, read from the whole reply or reassembled from its stream."""
+    if not request.get("stream"):
+        choice = client.chat.completions.create(model="local", **request).choices[0]
+        calls = [(c.function.name, json.loads(c.function.arguments))
+                 for c in choice.message.tool_calls or ()]  # fmt: skip
+        return choice.message.content or "", calls, choice.finish_reason
+    text, pieces, finish = "", {}, None
+    for chunk in client.chat.completions.create(model="local", **request):
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        text += delta.content or ""
+        for call in delta.tool_calls or ():
+            name, arguments = pieces.get(call.index, ("", ""))
+            pieces[call.index] = (
+                name + (call.function.name or ""),
+                arguments + (call.function.arguments or ""),
+            )
+        finish = chunk.choices[0].finish_reason or finish
+    calls = [(name, json.loads(arguments)) for name, arguments in pieces.values()]
+    return text, calls, finish
+
+
+def _ask(text: str, **options) -> dict:
+    return {"messages": [{"role": "user", "content": text}], "max_tokens": 40,
+            "temperature": 0, **options}  # fmt: skip
+
+
+MIXED = [
+    _ask("Call tool get_time for Asia/Tokyo.", tools=[TIME],
+         tool_choice={"type": "function", "function": {"name": "get_time"}}),
+    _ask("What's the weather in Rome?", tools=[WEATHER, TIME], tool_choice="required",
+         stream=True),
+    _ask("Say hello to Bob.", tools=[WEATHER], tool_choice="none"),
+    _ask("What time is it in Tokyo?", tools=[WEATHER, TIME], tool_choice="auto", stream=True),
+    _ask("Count to three."),
+    _ask("Weather in Oslo please.", tools=[WEATHER], tool_choice="auto"),
+    _ask("What's the weather in Lima?", tools=[WEATHER], tool_choice="required"),
+    _ask("Name a colour.", stream=True),
+]  # fmt: skip
+
+
+@pytest.mark.timeout(1800)
+def test_eight_concurrent_clients_each_get_the_answer_they_get_alone(client):
+    """Requests mixing tool_choice values and streaming, decoded together: each client gets
+    what its request gets when it is sent alone (greedy), never another client's answer."""
+    alone = [_answer(client, request) for request in MIXED]
+    with ThreadPoolExecutor(max_workers=len(MIXED)) as pool:
+        together = list(pool.map(lambda request: _answer(client, request), MIXED))
+    assert together == alone
+    assert alone[0][1][0][0] == "get_time" and alone[1][1][0][0] == "get_weather"
+    assert alone[2][1] == [] and alone[2][0] and alone[4][1] == [] and alone[7][0]
