@@ -1,0 +1,273 @@
+"""Batched generation on the embedded SmolLM2-135M (``tooluse.local.batching``), each figure
+beside the machine's batched-decode limit measured in the same run:
+
+1. **limit**: llama.cpp's own batched decoding through its low-level API (one context holding N
+   sequences, one ``llama_decode`` per step over all of them, greedy, no grammar, 64 tokens
+   each), N = 1, 2, 4, 8, 16: generated tokens/s, all sequences together. Then the batch
+   engine doing the same through ``BatchEngine.run`` from N threads (its overhead).
+2. **bfcl**: ``tooluse eval bfcl`` on 60 simple_python entries with ``local:base``, ``-j 1``
+   (one sequence at a time) against ``-j 8`` (one batched model): items/min, and whether every
+   verdict and decoded call is the same.
+3. **rft**: ``train rft``'s sampling, k = 8 samples per task of math:arithmetic's train split:
+   samples/s played together against one at a time (the same trajectories).
+4. **ray**: the same 60 entries on the Ray engine with 2 actors against the local engine
+   (``-j 8``): items/min, with the phases timed (Ray start, actors' model load, the items).
+
+``tooluse serve`` under 8 concurrent clients is in ``bench_serve.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SIZES = (1, 2, 4, 8, 16)
+DECODE_TOKENS = 64
+BFCL_ENTRIES = 60
+RFT_TASKS = 6
+RFT_SAMPLES = 8
+TOPICS = ("cat", "dog", "robot", "river", "king", "ship", "tree", "star",
+          "lamp", "bird", "cloud", "horse", "train", "book", "moon", "sun")  # fmt: skip
+
+
+def _prompt(topic: str) -> str:
+    return (
+        f"<|im_start|>user\nTell me a short story about a {topic}.<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+
+
+def raw_limit(llm: Any, threads: int) -> dict[int, float]:
+    """Generated tokens/s of N sequences decoded together by llama.cpp itself."""
+    import llama_cpp as lib
+
+    vocab_size = llm.n_vocab()
+    rates: dict[int, float] = {}
+    for count in SIZES:
+        params = lib.llama_context_params.from_buffer_copy(llm.context_params)
+        params.n_ctx, params.n_seq_max, params.kv_unified = 1024 * count, count, False
+        params.n_threads = params.n_threads_batch = threads
+        ctx = lib.llama_init_from_model(llm._model.model, params)
+        batch = lib.llama_batch_init(512, 0, 1)
+        prompts = [llm.tokenize(_prompt(t).encode(), add_bos=False, special=True) for t in TOPICS]
+        last, position = [], []
+        for seq, tokens in enumerate(prompts[:count]):
+            batch.n_tokens = len(tokens)
+            for i, token in enumerate(tokens):
+                batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, i, 1
+                batch.seq_id[i][0], batch.logits[i] = seq, i == len(tokens) - 1
+            lib.llama_decode(ctx, batch)
+            row = lib.llama_get_logits_ith(ctx, len(tokens) - 1)
+            last.append(int(np.argmax(np.ctypeslib.as_array(row, shape=(vocab_size,)))))
+            position.append(len(tokens))
+        started = time.perf_counter()
+        for _ in range(DECODE_TOKENS - 1):
+            batch.n_tokens = count
+            for seq in range(count):
+                batch.token[seq], batch.pos[seq], batch.n_seq_id[seq] = last[seq], position[seq], 1
+                batch.seq_id[seq][0], batch.logits[seq] = seq, True
+                position[seq] += 1
+            lib.llama_decode(ctx, batch)
+            for seq in range(count):
+                row = lib.llama_get_logits_ith(ctx, seq)
+                last[seq] = int(np.argmax(np.ctypeslib.as_array(row, shape=(vocab_size,))))
+        rates[count] = round(count * (DECODE_TOKENS - 1) / (time.perf_counter() - started), 1)
+        lib.llama_batch_free(batch)
+        lib.llama_free(ctx)
+    return rates
+
+
+def engine_rates(llm: Any, threads: int) -> dict[int, float]:
+    """The same through the batch engine: N threads each running one sequence."""
+    from tooluse.local.batching import BatchEngine
+    from tooluse.local.sampling import DecodeSettings
+
+    rates: dict[int, float] = {}
+    for count in SIZES:
+        engine = BatchEngine(llm, n_ctx=1024, batch=count, keep=0, threads=threads)
+        prompts = [engine.tokenize(_prompt(t)) for t in TOPICS[:count]]
+        for prompt in prompts:  # prompts read beforehand, as in the raw measurement
+            engine.next_logits(prompt)
+        counts = [0] * count
+        settings = DecodeSettings(max_tokens=DECODE_TOKENS)
+        barrier = threading.Barrier(count + 1)
+
+        def one(index: int, prompt: list[int]) -> None:
+            barrier.wait()
+            counts[index] = sum(1 for _ in engine.run(prompt, settings))
+
+        workers = [threading.Thread(target=one, args=(i, p)) for i, p in enumerate(prompts)]
+        for worker in workers:
+            worker.start()
+        barrier.wait()
+        started = time.perf_counter()
+        for worker in workers:
+            worker.join()
+        rates[count] = round(sum(counts) / (time.perf_counter() - started), 1)
+        engine.close()
+    return rates
+
+
+def _bfcl(scratch: Path, name: str, **options: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    from tooluse.evals.bfcl import load_bfcl_category
+    from tooluse.evals.bfcl.job import BFCLOptions, run_bfcl_job
+
+    entries = load_bfcl_category("simple_python")[:BFCL_ENTRIES]
+    started = time.perf_counter()
+    summary = run_bfcl_job(
+        entries, "local:base", BFCLOptions(), scratch / name, progress=False, **options
+    )
+    seconds = time.perf_counter() - started
+    rows = [
+        json.loads(line) for line in (scratch / name / "results.jsonl").read_text().splitlines()
+    ]
+    verdicts = {row["id"]: (row.get("valid"), json.dumps(row.get("decoded"))) for row in rows}
+    return {
+        "items_per_minute": round(len(entries) / seconds * 60, 1),
+        "seconds": round(seconds, 1),
+        "correct": summary["correct"],
+    }, verdicts
+
+
+def bfcl(scratch: Path) -> dict[str, Any]:
+    alone, alone_verdicts = _bfcl(scratch, "j1", concurrency=1)
+    batched, batched_verdicts = _bfcl(scratch, "j8", concurrency=8)
+    differ = sorted(key for key in alone_verdicts if alone_verdicts[key] != batched_verdicts[key])
+    return {
+        "entries": BFCL_ENTRIES,
+        "one_at_a_time": alone,
+        "batched_j8": batched,
+        "ratio": round(batched["items_per_minute"] / alone["items_per_minute"], 2),
+        "verdicts_differ": differ,
+    }
+
+
+def rft(scratch: Path) -> dict[str, Any]:
+    from tooluse.envs import environment_registry
+    from tooluse.train.rft import RFTOptions, _backend, _runner, _sample
+    from tooluse.train.sft import SFTOptions
+
+    options = RFTOptions(
+        environment="math:arithmetic",
+        sft=SFTOptions(out=scratch / "rft"),
+        size=RFT_TASKS + 1,
+        held_out=1,
+        samples=RFT_SAMPLES,
+        temperature=0.8,
+        max_tokens=96,
+    )
+    env = environment_registry.get(
+        name="math:arithmetic", split="train", size=RFT_TASKS + 1, seed=0
+    )
+    backend = _backend(None)
+    try:
+        _sample(env, backend, options, round_number=1)  # warm: the prompts' first evaluation
+        started = time.perf_counter()
+        together = _sample(env, backend, options, round_number=1)
+        batched_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        alone = []
+        for sample in range(RFT_SAMPLES):
+            runner = _runner(env, backend, options, options.temperature, 100 + sample)
+            alone += [runner.run_trajectory(task_index=i) for i in range(RFT_TASKS)]
+        alone_seconds = time.perf_counter() - started
+    finally:
+        backend.close()
+
+    def said(trajectory: Any) -> str:
+        return json.dumps(
+            [(m["role"], m.get("content"), [(c["name"], c["arguments"])
+              for c in m.get("tool_calls", ())]) for m in trajectory.to_dict()["messages"]]
+        )  # fmt: skip
+
+    samples = RFT_TASKS * RFT_SAMPLES
+    return {
+        "tasks": RFT_TASKS,
+        "samples_per_task": RFT_SAMPLES,
+        "batched_samples_per_s": round(samples / batched_seconds, 3),
+        "one_at_a_time_samples_per_s": round(samples / alone_seconds, 3),
+        "ratio": round(alone_seconds / batched_seconds, 2),
+        "same_trajectories": [said(t) for t in together] == [said(t) for t in alone],
+    }
+
+
+def ray(scratch: Path, local_items_per_minute: float) -> dict[str, Any]:
+    import ray as ray_module
+
+    from tooluse.evals.engine_ray import ensure_ray
+
+    started = time.perf_counter()
+    ensure_ray(None)
+    ray_start = time.perf_counter() - started
+    try:
+        figures, _ = _bfcl(scratch, "ray", engine="ray", workers=2)
+    finally:
+        ray_module.shutdown()
+    return {
+        "ray_start_seconds": round(ray_start, 1),
+        "ray_2_actors": figures,
+        "local_j8_items_per_minute": local_items_per_minute,
+        "ratio": round(figures["items_per_minute"] / local_items_per_minute, 2),
+    }
+
+
+def main() -> dict[str, Any]:
+    import llama_cpp
+
+    from tooluse.local.model_files import default_model_path
+    from tooluse.local.threads import default_threads, llama_thread_options
+
+    threads = default_threads()
+    llm = llama_cpp.Llama(
+        model_path=str(default_model_path()), n_ctx=256, verbose=False,
+        **llama_thread_options(threads),
+    )  # fmt: skip
+    limit = raw_limit(llm, threads)
+    engine = engine_rates(llm, threads)
+    llm.close()
+    print(f"decode limit, {threads} threads: tokens/s of N sequences decoded together")
+    print(f"{'N':>4}{'llama.cpp':>12}{'engine':>10}{'engine/limit':>14}")
+    for count in SIZES:
+        print(f"{count:>4}{limit[count]:>12}{engine[count]:>10}"
+              f"{engine[count] / limit[count]:>14.2f}")  # fmt: skip
+    figures: dict[str, Any] = {
+        "threads": threads,
+        "limit_tokens_per_s": limit,
+        "engine_tokens_per_s": engine,
+        "limit_gain_at_8": round(limit[8] / limit[1], 2),
+    }
+    scratch = Path(tempfile.mkdtemp(prefix="bench-batch-"))
+    try:
+        figures["bfcl"] = bfcl(scratch)
+        b = figures["bfcl"]
+        print(f"\nBFCL simple_python x{BFCL_ENTRIES}, local:base: "
+              f"-j 1 {b['one_at_a_time']['items_per_minute']} items/min, "
+              f"-j 8 {b['batched_j8']['items_per_minute']} ({b['ratio']}x; "
+              f"decode limit {figures['limit_gain_at_8']}x); "
+              f"verdicts that differ: {len(b['verdicts_differ'])}")  # fmt: skip
+        figures["rft"] = rft(scratch)
+        r = figures["rft"]
+        print(f"RFT sampling, {RFT_TASKS} tasks x {RFT_SAMPLES}: "
+              f"{r['batched_samples_per_s']} samples/s together, "
+              f"{r['one_at_a_time_samples_per_s']} one at a time ({r['ratio']}x); "
+              f"same trajectories: {r['same_trajectories']}")  # fmt: skip
+        if os.environ.get("TOOLUSE_BENCH_RAY", "1") != "0":
+            figures["ray"] = ray(scratch, b["batched_j8"]["items_per_minute"])
+            y = figures["ray"]
+            print(f"Ray, 2 actors: {y['ray_2_actors']['items_per_minute']} items/min, "
+                  f"{y['ratio']}x the local engine (Ray start {y['ray_start_seconds']} s)")  # fmt: skip
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return figures
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(), indent=2))
