@@ -90,7 +90,12 @@ class MCPServerConfig:
       servers, the 2025-11-25 handshake with older ones); ``"2025-11-25"`` always uses the
       handshake, which servers need that send sampling, elicitation or roots requests in the
       middle of a call (2026-07-28 has no such requests: it asks through ``input_required``
-      results instead); ``"2026-07-28"`` adopts that revision without probing.
+      results instead); ``"2026-07-28"`` adopts that revision without probing;
+    - ``task_threshold``: tasks (protocol 2025-11-25; see :mod:`~tooluse.execution.mcp.tasks`).
+      A tool whose ``execution.taskSupport`` is ``required`` always runs as a task; one that
+      says ``optional`` runs as a task when its call may take longer than this many seconds
+      (its timeout is longer), so that a long call does not hang on one open request;
+      ``None``: ``optional`` tools never run as tasks.
 
     ``env`` is added to a small safe default environment (``PATH``, ``HOME``...), as the SDK does.
     """
@@ -110,6 +115,7 @@ class MCPServerConfig:
     max_output_chars: int = 20_000
     max_reply_bytes: int | None = 16 * 1024 * 1024
     protocol: str = "auto"
+    task_threshold: float | None = 60.0
     oauth: MCPOAuth | None = None
     server: Any = field(default=None, compare=False, repr=False)
 
@@ -139,6 +145,8 @@ class MCPServerConfig:
         for label in ("timeout", "startup_timeout"):
             if not getattr(self, label) > 0:
                 raise ValueError(f"MCPServerConfig.{label} must be positive")
+        if self.task_threshold is not None and not self.task_threshold >= 0:
+            raise ValueError("MCPServerConfig.task_threshold must be at least 0 (or None)")
         if self.max_output_chars < 1:
             raise ValueError("MCPServerConfig.max_output_chars must be at least 1")
         if self.max_reply_bytes is not None and self.max_reply_bytes < 1024:

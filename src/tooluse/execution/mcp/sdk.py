@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TextIO
 
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -54,6 +54,7 @@ __all__ = [
     "UriTemplate",
     "build_server",
     "call_tool_result_from_output",
+    "check_tool_result",
     "connection_lost",
     "describe_content_block",
     "get_default_environment",
@@ -62,10 +63,13 @@ __all__ = [
     "mcp_types",
     "oauth_parts",
     "open_client",
+    "raw_requests_possible",
     "sdk_version",
+    "send_raw",
     "serve_http",
     "serve_stdio",
     "served_output_schema",
+    "server_task_support",
     "session_closed",
     "tool_definition_from_mcp",
     "tool_result_from_mcp",
@@ -206,19 +210,12 @@ async def list_tools_page(
     from pydantic import ValidationError
 
     session = client.session
-    params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-    request = mcp_types.ListToolsRequest(params=params)
-    stamp = getattr(session, "_stamp", None)
-    dispatcher = getattr(session, "_dispatcher", None)
-    if stamp is None or dispatcher is None:  # another SDK layout: the whole page at once
+    if not raw_requests_possible(client):  # another SDK layout: the whole page at once
         page = await client.list_tools(cursor=cursor, cache_mode="refresh")
         return list(page.tools), {}, page.next_cursor
     # The SDK's send_request checks the result as a whole; its raw request (with the same
     # protocol headers) lets each tool be checked alone.
-    data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
-    options: dict[str, Any] = {"timeout": timeout}
-    stamp(data, options)
-    raw = await dispatcher.send_raw_request(data["method"], data.get("params"), options)
+    raw = await send_raw(client, "tools/list", {"cursor": cursor} if cursor else None, timeout)
     if not isinstance(raw, dict):
         raise ValueError(f"the tool list is not an object: {type(raw).__name__}")
     entries = raw.get("tools")
@@ -242,6 +239,48 @@ async def list_tools_page(
     return tools, rejected, next_cursor
 
 
+def raw_requests_possible(client: Any) -> bool:
+    """Whether the SDK session exposes what :func:`send_raw` uses (private in the SDK)."""
+    session = getattr(client, "session", None)
+    return callable(getattr(session, "_stamp", None)) and hasattr(session, "_dispatcher")
+
+
+async def send_raw(client: Any, method: str, params: dict[str, Any] | None, timeout: float) -> Any:
+    """One request sent as it is and its result returned as raw JSON (a dict, unless the
+    server broke the protocol).
+
+    The session's own protocol stamp (headers, and the ``_meta`` of newer revisions) is applied,
+    but not its result checks: a tool listing is checked tool by tool, and the task methods of
+    protocol 2025-11-25 (``tasks/get``...) are types only in the SDK, which never sends them.
+    Raises the SDK's ``MCPError`` for an error reply, a timeout or a closed connection.
+    """
+    session = client.session
+    data: dict[str, Any] = {"method": method}
+    if params is not None:
+        data["params"] = dict(params)
+    options: dict[str, Any] = {"timeout": timeout}
+    session._stamp(data, options)
+    return await session._dispatcher.send_raw_request(data["method"], data.get("params"), options)
+
+
+def server_task_support(client: Any) -> tuple[bool, bool]:
+    """Whether the server runs ``tools/call`` as tasks, and whether it takes ``tasks/cancel``
+    (its ``tasks`` capability: protocol 2025-11-25)."""
+    capabilities = getattr(getattr(client, "session", None), "server_capabilities", None)
+    tasks = getattr(capabilities, "tasks", None)
+    if tasks is None:
+        return False, False
+    tools = getattr(getattr(tasks, "requests", None), "tools", None)
+    return getattr(tools, "call", None) is not None, getattr(tasks, "cancel", None) is not None
+
+
+async def check_tool_result(client: Any, name: str, result: Any) -> None:
+    """The SDK's output-schema check of a result that did not come from ``call_tool`` (a task's
+    result); raises ``RuntimeError`` as ``call_tool`` does."""
+    if not result.is_error:
+        await client.session.validate_tool_result(name, result)
+
+
 def _first_problem(exc: BaseException) -> str:
     errors = getattr(exc, "errors", None)
     if callable(errors):
@@ -262,12 +301,17 @@ def tool_definition_from_mcp(
     The input schema is passed through as ``input_schema`` (only a missing ``type: object`` or
     ``properties`` is filled in); ``metadata`` records the
     server-side name (``mcp_name``) so a prefixed (or sanitised: MCP allows ``.`` in names,
-    providers do not) tool can still be called.
+    providers do not) tool can still be called, and the tool's ``execution.taskSupport``
+    (``mcp_task_support``: ``optional`` or ``required``) when it may run as a task.
     """
     title = getattr(tool, "title", None)
     annotations = annotations_from_mcp(getattr(tool, "annotations", None))
     if title and "title" not in annotations:
         annotations["title"] = title
+    metadata: dict[str, Any] = {"mcp_name": tool.name}
+    task_support = getattr(getattr(tool, "execution", None), "task_support", None)
+    if task_support in ("optional", "required"):
+        metadata["mcp_task_support"] = task_support
     name = f"{prefix}{tool.name}"
     if not TOOL_NAME_PATTERN.match(name):
         # MCP allows dots and longer names; providers do not. The server-side name is kept.
@@ -279,7 +323,7 @@ def tool_definition_from_mcp(
         output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
         function=function,
         annotations=annotations,
-        metadata={"mcp_name": tool.name},
+        metadata=metadata,
     )
 
 
@@ -404,8 +448,9 @@ def served_output_schema(definition: ToolDefinition) -> tuple[dict[str, Any] | N
     return wrapped, True
 
 
-def mcp_tool_from_definition(definition: ToolDefinition) -> Any:
-    """A :class:`ToolDefinition` as an MCP ``Tool`` (annotations with wire names are kept)."""
+def mcp_tool_from_definition(definition: ToolDefinition, task_support: str | None = None) -> Any:
+    """A :class:`ToolDefinition` as an MCP ``Tool`` (annotations with wire names are kept;
+    ``task_support`` becomes ``execution.taskSupport``)."""
     known = {wire: key for key, wire in _ANNOTATION_WIRE_NAMES.items()}
     fields = {known[k]: v for k, v in definition.annotations.items() if k in known}
     annotations = mcp_types.ToolAnnotations(**fields) if fields else None
@@ -416,6 +461,9 @@ def mcp_tool_from_definition(definition: ToolDefinition) -> Any:
         input_schema=definition.parameters_schema,
         output_schema=output_schema,
         annotations=annotations,
+        execution=mcp_types.ToolExecution.model_validate({"taskSupport": task_support})
+        if task_support
+        else None,
     )
 
 
@@ -450,15 +498,18 @@ def build_server(
     *,
     version: str = "",
     handlers: dict[str, Any] | None = None,
+    task_support: Mapping[str, str] | None = None,
 ) -> Any:
     """A low-level MCP ``Server`` that lists ``definitions`` and answers calls with ``run_tool``.
 
     ``run_tool(name, arguments)`` is awaited and must return a :class:`ToolResult`; unknown
     names are answered with the JSON-RPC "invalid params" error, as the protocol asks.
-    ``handlers`` are more ``Server`` keywords (the resource and prompt handlers).
+    ``handlers`` are more ``Server`` keywords (the resource and prompt handlers);
+    ``task_support`` each tool's ``execution.taskSupport`` to advertise.
     """
     by_name = {definition.name: definition for definition in definitions}
-    tools = [mcp_tool_from_definition(definition) for definition in definitions]
+    support = task_support or {}
+    tools = [mcp_tool_from_definition(d, support.get(d.name)) for d in definitions]
     wrapped = {d.name for d in definitions if served_output_schema(d)[1]}
 
     async def on_list_tools(_ctx: Any, _params: Any) -> Any:

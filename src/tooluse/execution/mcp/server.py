@@ -30,7 +30,13 @@ from typing import Any, Literal
 from tooluse.errors import ToolDefinitionError
 from tooluse.execution.base import ToolsArg
 from tooluse.execution.local import AsyncToolExecutor
-from tooluse.execution.mcp.served import ServedPrompt, ServedResource, served_declaration
+from tooluse.execution.mcp.served import (
+    ServedPrompt,
+    ServedResource,
+    TaskSupport,
+    served_declaration,
+    task_support_of,
+)
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 
@@ -60,7 +66,10 @@ class MCPToolServer:
     ``tools`` is anything the tool loop accepts (functions, ``@tool`` objects, ToolDefinitions
     with a ``function``, or ``{name: function}``); ``timeout`` bounds each call in seconds.
     ``resources`` and ``prompts`` are functions declared with ``@mcp_resource`` and
-    ``@mcp_prompt`` (or :class:`ServedResource` / :class:`ServedPrompt` objects).
+    ``@mcp_prompt`` (or :class:`ServedResource` / :class:`ServedPrompt` objects). ``tasks``
+    says which tools a client of protocol 2025-11-25 may run as tasks (``optional``: every
+    tool, by default; ``required``, ``forbidden``, or a mapping of tool names to these; see
+    :mod:`~tooluse.execution.mcp.served_tasks`).
     """
 
     def __init__(  # noqa: PLR0913 - the server's parts and settings, all keyword-only
@@ -72,11 +81,17 @@ class MCPToolServer:
         name: str = "tooluse",
         version: str = "",
         timeout: float | None = 60.0,
+        tasks: TaskSupport | Mapping[str, TaskSupport] = "optional",
     ) -> None:
         self.name = name
         self.version = version
         self._executor = AsyncToolExecutor(tools, timeout=timeout)
         self.definitions: tuple[ToolDefinition, ...] = tuple(self._executor.definitions)
+        try:
+            self.task_support = task_support_of(tasks, [d.name for d in self.definitions])
+        except ValueError as exc:
+            raise ToolDefinitionError(str(exc)) from None
+        self._served_tasks: Any = None
         self.resources: tuple[ServedResource, ...] = _declared(
             resources, ServedResource, "resource"
         )
@@ -92,14 +107,26 @@ class MCPToolServer:
         """The SDK ``Server`` object (for mounting in another ASGI app, or in-process tests)."""
         from tooluse.execution.mcp import sdk as mcp_sdk
         from tooluse.execution.mcp.served_handlers import served_handlers
+        from tooluse.execution.mcp.served_tasks import ServedTasks
 
-        return mcp_sdk.build_server(
+        server = mcp_sdk.build_server(
             self.name,
             list(self.definitions),
             self.run_tool,
             version=self.version,
             handlers=served_handlers(self.resources, self.prompts),
+            task_support=self.task_support,
         )
+        if self._served_tasks is None:  # one store for every connection (stateless HTTP too)
+            wrapped = {d.name for d in self.definitions if mcp_sdk.served_output_schema(d)[1]}
+
+            def wire_result(name: str, result: ToolResult) -> dict[str, Any]:
+                answer = mcp_sdk.call_tool_result_from_output(result, wrap=name in wrapped)
+                return dict(answer.model_dump(by_alias=True, mode="json", exclude_none=True))
+
+            self._served_tasks = ServedTasks(self.run_tool, wire_result, self.task_support)
+        self._served_tasks.install(server)
+        return server
 
     async def serve_stdio(self) -> None:
         """Serve over this process's stdin/stdout until the client disconnects."""
