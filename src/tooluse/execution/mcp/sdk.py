@@ -154,10 +154,7 @@ def open_client(  # noqa: PLR0913 - the client's settings, all keyword-only
     elif transport is not None:
         pass
     elif url is not None:
-        if headers or http_auth is not None:
-            transport = _http_transport_with_headers(url, dict(headers or {}), http_auth)
-        else:
-            transport = streamable_http_client(url)
+        transport = _http_transport(url, dict(headers or {}), http_auth)
     else:
         assert command is not None
         params = StdioServerParameters(command=command, args=list(args), env=env, cwd=cwd)
@@ -167,18 +164,24 @@ def open_client(  # noqa: PLR0913 - the client's settings, all keyword-only
 
 
 @contextlib.asynccontextmanager
-async def _http_transport_with_headers(
+async def _http_transport(
     url: str, headers: dict[str, str], auth: Any = None
 ) -> AsyncIterator[Any]:
-    """Streamable HTTP with extra headers (and ``auth``); the HTTP client we create is closed
-    with it."""
+    """Streamable HTTP with extra headers (and ``auth``) and replies too deep for the SDK's
+    parser made readable (:mod:`~tooluse.execution.mcp.deep_replies`); the HTTP client we
+    create is closed with it."""
     import httpx2  # the SDK's own HTTP client; a dependency of mcp 2.x
+
+    from tooluse.execution.mcp.deep_replies import readable_replies
 
     # The SDK's defaults: a long read timeout, since a server may hold a response stream open
     # (per-call timeouts are enforced by the client session, not by HTTP reads).
     timeout = httpx2.Timeout(30.0, read=300.0)
+    hooks = {"response": [readable_replies]}
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth) as http_client,
+        httpx2.AsyncClient(
+            headers=headers, timeout=timeout, auth=auth, event_hooks=hooks
+        ) as http_client,
         streamable_http_client(url, http_client=http_client) as streams,
     ):
         yield streams
