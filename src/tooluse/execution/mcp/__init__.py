@@ -47,6 +47,7 @@ from tooluse.execution.mcp.client import MCPToolExecutor, MCPToolset
 from tooluse.execution.mcp.config import MCPOAuth, MCPServerConfig, load_mcp_servers
 from tooluse.execution.mcp.resources import MCPPrompt, MCPResource, MCPResourceTemplate
 from tooluse.execution.mcp.served import ServedPrompt, ServedResource, mcp_prompt, mcp_resource
+from tooluse.execution.mcp.served_call import ServedCall, served_call
 from tooluse.execution.mcp.server import MCPToolServer, load_module_offer, load_module_tools
 from tooluse.execution.mcp.server_requests import (
     ElicitationRequest,
@@ -58,6 +59,7 @@ from tooluse.execution.mcp.server_requests import (
     SamplingRequest,
 )
 from tooluse.execution.mcp.sync import SyncMCPToolExecutor
+from tooluse.execution.mcp.tasks import MCPTask
 
 __all__ = [
     "ElicitationRequest",
@@ -71,10 +73,12 @@ __all__ = [
     "MCPRoot",
     "MCPSampling",
     "MCPServerConfig",
+    "MCPTask",
     "MCPToolExecutor",
     "MCPToolServer",
     "MCPToolset",
     "SamplingRequest",
+    "ServedCall",
     "ServedPrompt",
     "ServedResource",
     "SyncMCPToolExecutor",
@@ -83,4 +87,5 @@ __all__ = [
     "load_module_tools",
     "mcp_prompt",
     "mcp_resource",
+    "served_call",
 ]

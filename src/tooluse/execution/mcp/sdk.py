@@ -11,19 +11,17 @@ imports ``mcp`` and a missing SDK raises :class:`~tooluse.errors.MissingDependen
 The conversions here are pure functions:
 
 - :func:`tool_definition_from_mcp`: an advertised MCP tool -> :class:`ToolDefinition`;
-- :func:`tool_result_from_mcp`: a ``CallToolResult`` -> :class:`ToolResult`;
-- :func:`mcp_tool_from_definition` / :func:`call_tool_result_from_output`: the other way,
-  for serving tooluse tools.
+- :func:`tool_result_from_mcp`: a ``CallToolResult`` -> :class:`ToolResult`.
+
+The other way, serving tooluse tools, is :mod:`~tooluse.execution.mcp.served_tools`.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TextIO
-
-from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from tooluse.errors import MissingDependencyError
 from tooluse.media import File, Image, MediaError
@@ -36,6 +34,7 @@ try:
     from mcp.client.stdio import get_default_environment, stdio_client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.server.lowlevel import Server
+    from mcp.server.streamable_http import EventMessage
     from mcp.shared.exceptions import MCPError as SDKError
     from mcp.shared.message import SessionMessage
     from mcp.shared.uri_template import UriTemplate
@@ -45,21 +44,20 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 __all__ = [
     "CONNECTION_CLOSED",
+    "ANNOTATION_WIRE_NAMES",
     "LATEST_PROTOCOL_VERSION",
     "REQUEST_TIMEOUT",
     "Client",
+    "EventMessage",
     "SDKError",
     "Server",
     "SessionMessage",
     "UriTemplate",
-    "build_server",
-    "call_tool_result_from_output",
     "check_tool_result",
     "connection_lost",
     "describe_content_block",
     "get_default_environment",
     "list_tools_page",
-    "mcp_tool_from_definition",
     "mcp_types",
     "oauth_parts",
     "open_client",
@@ -68,7 +66,6 @@ __all__ = [
     "send_raw",
     "serve_http",
     "serve_stdio",
-    "served_output_schema",
     "server_task_support",
     "session_closed",
     "tool_definition_from_mcp",
@@ -78,9 +75,11 @@ __all__ = [
 CONNECTION_CLOSED: int = mcp_types.CONNECTION_CLOSED
 REQUEST_TIMEOUT: int = mcp_types.REQUEST_TIMEOUT
 LATEST_PROTOCOL_VERSION: str = mcp_types.LATEST_PROTOCOL_VERSION
+#: How long a client of a served HTTP server waits before it resumes a broken event stream.
+RECONNECT_MS = 1000
 
 # Annotation fields of the SDK (snake_case in v2) mapped to the wire names other tools expect.
-_ANNOTATION_WIRE_NAMES = {
+ANNOTATION_WIRE_NAMES = {
     "title": "title",
     "read_only_hint": "readOnlyHint",
     "destructive_hint": "destructiveHint",
@@ -92,16 +91,26 @@ _ANNOTATION_WIRE_NAMES = {
 def oauth_parts() -> Any:
     """The SDK's OAuth client parts, imported on first use: ``OAuthClientProvider``,
     ``OAuthClientMetadata``, ``OAuthToken``, ``OAuthClientInformationFull``,
-    ``AuthorizationCodeResult`` and ``OAuthFlowError``."""
+    ``AuthorizationCodeResult``, ``OAuthFlowError``, the client-credentials providers
+    (``ClientCredentialsOAuthProvider``, ``PrivateKeyJWTOAuthProvider``,
+    ``SignedJWTParameters``), ``IdentityAssertionOAuthProvider`` (enterprise-managed
+    authorization) and ``MCPDeprecationWarning``."""
     from types import SimpleNamespace
 
     from mcp.client.auth import OAuthClientProvider, OAuthFlowError
+    from mcp.client.auth.extensions.client_credentials import (
+        ClientCredentialsOAuthProvider,
+        PrivateKeyJWTOAuthProvider,
+        SignedJWTParameters,
+    )
+    from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
     from mcp.shared.auth import (
         AuthorizationCodeResult,
         OAuthClientInformationFull,
         OAuthClientMetadata,
         OAuthToken,
     )
+    from mcp.shared.exceptions import MCPDeprecationWarning
 
     return SimpleNamespace(
         OAuthClientProvider=OAuthClientProvider,
@@ -110,6 +119,11 @@ def oauth_parts() -> Any:
         OAuthClientInformationFull=OAuthClientInformationFull,
         AuthorizationCodeResult=AuthorizationCodeResult,
         OAuthFlowError=OAuthFlowError,
+        ClientCredentialsOAuthProvider=ClientCredentialsOAuthProvider,
+        PrivateKeyJWTOAuthProvider=PrivateKeyJWTOAuthProvider,
+        SignedJWTParameters=SignedJWTParameters,
+        IdentityAssertionOAuthProvider=IdentityAssertionOAuthProvider,
+        MCPDeprecationWarning=MCPDeprecationWarning,
     )
 
 
@@ -196,7 +210,7 @@ def annotations_from_mcp(annotations: Any) -> dict[str, Any]:
     if annotations is None:
         return {}
     raw = annotations.model_dump(exclude_none=True)
-    return {_ANNOTATION_WIRE_NAMES.get(key, key): value for key, value in raw.items()}
+    return {ANNOTATION_WIRE_NAMES.get(key, key): value for key, value in raw.items()}
 
 
 async def list_tools_page(
@@ -432,109 +446,6 @@ def tool_result_from_mcp(
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# tooluse -> MCP (serving)
-
-
-def served_output_schema(definition: ToolDefinition) -> tuple[dict[str, Any] | None, bool]:
-    """The output schema to advertise, and whether results are wrapped as ``{"result": x}``.
-
-    Protocol versions before 2026-07-28 allow only object output schemas, so any other schema is
-    wrapped the way the SDK's own ``MCPServer`` does it.
-    """
-    schema = definition.output_schema
-    if schema is None:
-        return None, False
-    if schema.get("type") == "object":
-        return dict(schema), False
-    wrapped = {"type": "object", "properties": {"result": dict(schema)}, "required": ["result"]}
-    return wrapped, True
-
-
-def mcp_tool_from_definition(definition: ToolDefinition, task_support: str | None = None) -> Any:
-    """A :class:`ToolDefinition` as an MCP ``Tool`` (annotations with wire names are kept;
-    ``task_support`` becomes ``execution.taskSupport``)."""
-    known = {wire: key for key, wire in _ANNOTATION_WIRE_NAMES.items()}
-    fields = {known[k]: v for k, v in definition.annotations.items() if k in known}
-    annotations = mcp_types.ToolAnnotations(**fields) if fields else None
-    output_schema, _ = served_output_schema(definition)
-    return mcp_types.Tool(
-        name=definition.name,
-        description=definition.description or None,
-        input_schema=definition.parameters_schema,
-        output_schema=output_schema,
-        annotations=annotations,
-        execution=mcp_types.ToolExecution.model_validate({"taskSupport": task_support})
-        if task_support
-        else None,
-    )
-
-
-def call_tool_result_from_output(result: ToolResult, *, wrap: bool = False) -> Any:
-    """A :class:`ToolResult` as an MCP ``CallToolResult``.
-
-    The text block always carries the full output. Structured output (models and dataclasses
-    made JSON-able) goes into ``structured_content`` when it is a JSON object, or always when
-    ``wrap`` is set (as ``{"result": value}``, matching :func:`served_output_schema`).
-    """
-    structured: Any = None
-    if result.structured is not None and not result.is_error:
-        try:
-            value = to_jsonable_python(result.structured)
-        except (TypeError, ValueError, PydanticSerializationError):
-            value = None
-        if wrap:
-            structured = {"result": value}
-        elif isinstance(value, dict):
-            structured = value
-    return mcp_types.CallToolResult(
-        content=[mcp_types.TextContent(type="text", text=result.output)],
-        structured_content=structured,
-        is_error=result.is_error,
-    )
-
-
-def build_server(
-    name: str,
-    definitions: list[ToolDefinition],
-    run_tool: Callable[[str, dict[str, Any]], Any],
-    *,
-    version: str = "",
-    handlers: dict[str, Any] | None = None,
-    task_support: Mapping[str, str] | None = None,
-) -> Any:
-    """A low-level MCP ``Server`` that lists ``definitions`` and answers calls with ``run_tool``.
-
-    ``run_tool(name, arguments)`` is awaited and must return a :class:`ToolResult`; unknown
-    names are answered with the JSON-RPC "invalid params" error, as the protocol asks.
-    ``handlers`` are more ``Server`` keywords (the resource and prompt handlers);
-    ``task_support`` each tool's ``execution.taskSupport`` to advertise.
-    """
-    by_name = {definition.name: definition for definition in definitions}
-    support = task_support or {}
-    tools = [mcp_tool_from_definition(d, support.get(d.name)) for d in definitions]
-    wrapped = {d.name for d in definitions if served_output_schema(d)[1]}
-
-    async def on_list_tools(_ctx: Any, _params: Any) -> Any:
-        return mcp_types.ListToolsResult(tools=tools)
-
-    async def on_call_tool(_ctx: Any, params: Any) -> Any:
-        if params.name not in by_name:
-            raise SDKError(mcp_types.INVALID_PARAMS, f"Unknown tool: {params.name}")
-        result = await run_tool(params.name, dict(params.arguments or {}))
-        return call_tool_result_from_output(result, wrap=params.name in wrapped)
-
-    def input_schema(tool_name: str) -> dict[str, Any] | None:
-        definition = by_name.get(tool_name)
-        return None if definition is None else definition.parameters_schema
-
-    options: dict[str, Any] = {"version": version, "get_tool_input_schema": input_schema}
-    if definitions:
-        options.update(on_list_tools=on_list_tools, on_call_tool=on_call_tool)
-    options.update(handlers or {})
-    return Server(name, **options)
-
-
 def connection_lost(exc: Any, client: Any) -> bool:
     """Whether an SDK error means the connection is gone.
 
@@ -565,10 +476,19 @@ async def serve_stdio(server: Any) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def serve_http(server: Any, *, host: str, port: int, path: str) -> None:
-    """Serve a low-level ``Server`` over streamable HTTP at ``http://host:port/path``."""
+async def serve_http(
+    server: Any, *, host: str, port: int, path: str, event_store: Any = None
+) -> None:
+    """Serve a low-level ``Server`` over streamable HTTP at ``http://host:port/path``; with an
+    ``event_store`` a client whose event stream broke resumes it (see
+    :mod:`~tooluse.execution.mcp.event_store`)."""
     import uvicorn  # a dependency of mcp 2.x
 
-    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    app = server.streamable_http_app(
+        streamable_http_path=path,
+        host=host,
+        event_store=event_store,
+        retry_interval=RECONNECT_MS if event_store is not None else None,
+    )
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     await uvicorn.Server(config).serve()

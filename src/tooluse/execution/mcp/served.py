@@ -26,9 +26,10 @@ with :func:`mcp_resource` and :func:`mcp_prompt` (so ``tooluse mcp serve FILE`` 
 A resource function returns text (``str``), data (``bytes``, an :class:`~tooluse.Image` or a
 :class:`~tooluse.File`) or anything JSON-able (served as ``application/json`` text). A prompt
 function's parameters are the prompt's arguments (required unless they have a default; always
-strings on the wire) and it returns a text (one user message), a
-:class:`~tooluse.messages.ChatMessage` or a list of them (texts are user messages; MCP prompts
-hold user and assistant messages only). Either may be async. No ``mcp`` import here.
+strings on the wire) and it returns a text (one user message), an
+:class:`~tooluse.Image` or a :class:`~tooluse.File` (a user message holding it), a
+:class:`~tooluse.messages.ChatMessage` or a list of these (MCP prompts hold user and assistant
+messages only). Either may be async. No ``mcp`` import here.
 """
 
 from __future__ import annotations

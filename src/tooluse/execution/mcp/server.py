@@ -92,6 +92,7 @@ class MCPToolServer:
         except ValueError as exc:
             raise ToolDefinitionError(str(exc)) from None
         self._served_tasks: Any = None
+        self._subscriptions: Any = None
         self.resources: tuple[ServedResource, ...] = _declared(
             resources, ServedResource, "resource"
         )
@@ -105,23 +106,29 @@ class MCPToolServer:
 
     def lowlevel_server(self) -> Any:
         """The SDK ``Server`` object (for mounting in another ASGI app, or in-process tests)."""
-        from tooluse.execution.mcp import sdk as mcp_sdk
-        from tooluse.execution.mcp.served_handlers import served_handlers
+        from tooluse.execution.mcp import served_tools
+        from tooluse.execution.mcp.served_handlers import ResourceSubscriptions, served_handlers
         from tooluse.execution.mcp.served_tasks import ServedTasks
 
-        server = mcp_sdk.build_server(
+        if self._subscriptions is None:  # one registry for every connection
+            self._subscriptions = ResourceSubscriptions()
+        server = served_tools.build_server(
             self.name,
             list(self.definitions),
             self.run_tool,
             version=self.version,
-            handlers=served_handlers(self.resources, self.prompts),
+            handlers=served_handlers(self.resources, self.prompts, self._subscriptions),
             task_support=self.task_support,
+            subscriptions=self._subscriptions,
         )
         if self._served_tasks is None:  # one store for every connection (stateless HTTP too)
-            wrapped = {d.name for d in self.definitions if mcp_sdk.served_output_schema(d)[1]}
+            wrapped = {d.name for d in self.definitions if served_tools.served_output_schema(d)[1]}
+            declared = {d.name for d in self.definitions if d.output_schema is not None}
 
             def wire_result(name: str, result: ToolResult) -> dict[str, Any]:
-                answer = mcp_sdk.call_tool_result_from_output(result, wrap=name in wrapped)
+                answer = served_tools.call_tool_result_from_output(
+                    result, wrap=name in wrapped, declares_output=name in declared
+                )
                 return dict(answer.model_dump(by_alias=True, mode="json", exclude_none=True))
 
             self._served_tasks = ServedTasks(self.run_tool, wire_result, self.task_support)
@@ -137,10 +144,14 @@ class MCPToolServer:
     async def serve_http(
         self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp"
     ) -> None:
-        """Serve streamable HTTP at ``http://host:port/path`` until cancelled."""
+        """Serve streamable HTTP at ``http://host:port/path`` until cancelled; each event stream
+        can be resumed (:mod:`~tooluse.execution.mcp.event_store`)."""
         from tooluse.execution.mcp import sdk as mcp_sdk
+        from tooluse.execution.mcp.event_store import MemoryEventStore
 
-        await mcp_sdk.serve_http(self.lowlevel_server(), host=host, port=port, path=path)
+        server = self.lowlevel_server()
+        store = MemoryEventStore()  # a client that lost its event stream resumes it
+        await mcp_sdk.serve_http(server, host=host, port=port, path=path, event_store=store)
 
     def run(
         self,
