@@ -28,14 +28,22 @@ negotiated (2026-07-28 with current servers, the 2025-11-25 handshake with older
   :class:`SyncMCPToolExecutor` is the blocking facade and :class:`MCPToolServer` serves
   tooluse tools, resources (:func:`mcp_resource`) and prompts (:func:`mcp_prompt`) over MCP.
 
+- Tools may run as tasks (protocol 2025-11-25, :mod:`~tooluse.execution.mcp.tasks`); a served
+  tool talks to its client through :func:`served_call`.
+
 Modules: :mod:`~tooluse.execution.mcp.config` (the shared types: server configs, a leaf),
 :mod:`~tooluse.execution.mcp.schema` (schema checks, no SDK), :mod:`~tooluse.execution.mcp.process`
 (stdio server processes), :mod:`~tooluse.execution.mcp.connection` (one live connection),
 :mod:`~tooluse.execution.mcp.client`, :mod:`~tooluse.execution.mcp.sync`,
 :mod:`~tooluse.execution.mcp.server_requests` / :mod:`~tooluse.execution.mcp.server_answers`
 (what servers ask, and the SDK callbacks answering it), :mod:`~tooluse.execution.mcp.output_check`,
+:mod:`~tooluse.execution.mcp.tasks` (tasks on the client),
+:mod:`~tooluse.execution.mcp.deep_replies` (HTTP replies too deep for the SDK's parser),
 :mod:`~tooluse.execution.mcp.server` with :mod:`~tooluse.execution.mcp.served` /
 :mod:`~tooluse.execution.mcp.served_handlers` (resources and prompts to serve),
+:mod:`~tooluse.execution.mcp.served_tools` / :mod:`~tooluse.execution.mcp.served_call` (tools
+to serve, and their line to the client), :mod:`~tooluse.execution.mcp.served_tasks` (calls
+served as tasks), :mod:`~tooluse.execution.mcp.event_store` (resumable HTTP streams),
 :mod:`~tooluse.execution.mcp.stdio_transport` and :mod:`~tooluse.execution.mcp.sdk`, the only
 module that imports the ``mcp`` SDK (the others reach it through it), on first connect (so
 importing this package never does).
