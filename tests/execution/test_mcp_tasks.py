@@ -127,10 +127,10 @@ async def test_a_running_task_asks_for_input_and_the_handler_answers():
 
 async def test_a_task_that_outlives_its_call_is_cancelled_on_the_server():
     async with MCPToolExecutor(everything_stdio()) as executor:
-        result = await executor.call_tool(RESEARCH, {"topic": "slow"}, timeout=1.5)
+        result = await executor.call_tool(RESEARCH, {"topic": "slow"}, timeout=2.5)
         task = await executor.get_task(result.metadata["mcp_task_id"])
         after = await executor.call_tool("echo", {"message": "still here"})
-    assert result.is_error and "timed out after 1.5s" in result.output
+    assert result.is_error and "timed out after 2.5s" in result.output
     assert task.status == "cancelled"
     assert "still here" in after.output
 
@@ -217,7 +217,7 @@ async def test_a_served_task_is_cancelled_and_stays_cancelled(tmp_path):
     marker = tmp_path / "marker"
     async with MCPToolExecutor(served(task_threshold=0.0)) as executor:
         arguments = {"text": "never", "seconds": 60, "marker": str(marker)}
-        result = await executor.call_tool("wait_then_echo", arguments, timeout=1.0)
+        result = await executor.call_tool("wait_then_echo", arguments, timeout=3.0)
         task_id = result.metadata["mcp_task_id"]
         assert wait_for_file(marker) == "cancelled"  # the tool's run was stopped
         task = await executor.get_task(task_id)
