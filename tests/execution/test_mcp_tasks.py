@@ -4,6 +4,7 @@ HTTP), and on ``tooluse mcp serve``, whose tools run as tasks for clients of tha
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.npm_tools import everything_server
+from tests.npm_tools import everything_server, node, npm_path
 
 from tooluse.errors import MCPError
 from tooluse.execution.mcp import (
@@ -269,3 +270,29 @@ async def test_served_tasks_over_streamable_http():
         stop(process)
     assert result.output == "web"
     assert task.status == "completed"
+
+
+def test_the_official_typescript_client_runs_a_served_tool_as_a_task():
+    """An outside client (tests/npm/task_client.mjs, on the TypeScript SDK's task API)."""
+    npm_path("@modelcontextprotocol/sdk/package.json")  # installed by `make npm-tools`
+    client = str(Path(__file__).parents[1] / "npm" / "task_client.mjs")
+    port = free_port()
+    process = start_listening(
+        [*TOOLUSE, "mcp", "serve", TASK_TOOLS, "--http", "--port", str(port)], port
+    )
+    try:
+        arguments = json.dumps({"text": "from node", "seconds": 1.0})
+        ran = subprocess.run(
+            [node(), client, f"http://127.0.0.1:{port}/mcp", "wait_then_echo", arguments],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        stop(process)
+    assert ran.returncode == 0, ran.stderr
+    messages = [json.loads(line) for line in ran.stdout.splitlines()]
+    assert messages[0] == {"type": "listed", "taskSupport": "optional"}
+    assert messages[1] == {"type": "taskCreated", "status": "working"}
+    assert {"type": "taskStatus", "status": "completed"} in messages
+    assert messages[-1] == {"type": "result", "text": "from node"}
