@@ -12,7 +12,7 @@ NO_CONFLICT_WARNINGS := --no-warn-conflicts
 # portable build is as fast as the native one, and it builds faster (no multimodal part).
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: install test test-fast demo bench lint typecheck clean chromium mutation train
+.PHONY: install test test-fast demo bench lint typecheck clean chromium mutation train npm-tools
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -64,11 +64,23 @@ typecheck: install
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && apt-get update -q && apt-get install -y -q chromium; } || echo "warning: no chromium; install it for the report tests"
 
+# The npm packages the MCP tests run, pinned by tests/npm/package-lock.json: the reference server
+# @modelcontextprotocol/server-everything, the official conformance suite
+# @modelcontextprotocol/conformance and a Node 22 to run them on (the npm `node` package: the
+# suite's entry point needs Node 22's fs.globSync, and the system's node may be older). All of it
+# stays under tests/npm/node_modules; nothing is downloaded once it is installed.
+NPM_TOOLS := tests/npm/node_modules/.package-lock.json
+$(NPM_TOOLS): tests/npm/package.json tests/npm/package-lock.json
+	cd tests/npm && npm ci --no-audit --no-fund --loglevel=error
+	touch $(NPM_TOOLS)
+
+npm-tools: $(NPM_TOOLS)
+
 # Test processes (pytest-xdist). Tests that must not run side by side share an xdist_group:
 # the Ray tests (one local cluster at a time) and the training tests (one cached base model).
 TEST_WORKERS ?= 2
 
-test: install lint typecheck chromium
+test: install lint typecheck chromium npm-tools
 	$(PY) -m pytest -q -p no:cacheprovider -rs --durations=25 -n $(TEST_WORKERS) --dist loadgroup
 
 # The same without the tests marked slow (the real local model, servers, Chromium): a few
@@ -111,4 +123,4 @@ train: install
 	# (its card.json as the .json beside it) and measure it with --card on that .json.
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/npm/node_modules

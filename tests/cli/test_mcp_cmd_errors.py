@@ -135,3 +135,8 @@ def test_ctrl_c_during_list_leaves_no_server_behind(tmp_path):
     else:
         os.kill(server, signal.SIGKILL)
         raise AssertionError("the MCP server outlived the interrupted command")
+
+
+def test_serve_with_an_unknown_task_setting():
+    result = runner.invoke(app, ["mcp", "serve", DEMO, "--tasks", "sometimes"])
+    assert_one_error_line(result, 2, "--tasks must be optional, required or forbidden")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import subprocess
 import sys
+from typing import Literal, Optional
 
 import mcp_types
 import pytest
@@ -12,12 +14,11 @@ import pytest
 from tooluse.errors import ToolArgumentError
 from tooluse.execution.mcp import MCPServerConfig, load_mcp_servers
 from tooluse.execution.mcp.schema import check_advertised_schema, check_arguments
-from tooluse.execution.mcp.sdk import (
+from tooluse.execution.mcp.sdk import tool_definition_from_mcp, tool_result_from_mcp
+from tooluse.execution.mcp.served_tools import (
     call_tool_result_from_output,
     mcp_tool_from_definition,
     served_output_schema,
-    tool_definition_from_mcp,
-    tool_result_from_mcp,
 )
 from tooluse.messages import ToolResult
 from tooluse.tools.definition import ToolDefinition
@@ -316,3 +317,69 @@ def test_images_and_documents_pass_through_as_result_parts():
     assert isinstance(image, Image) and image.data == b"\x89PNG tiny"
     assert isinstance(document, File) and document.name == "report.pdf"
     assert unsupported.startswith("[image: image/tiff")  # no provider takes it: described
+
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c63f8cfc0f01f0005050200a3c1ddd30000000049454e44ae426082"
+)
+
+
+def test_images_and_files_are_served_as_image_blocks_and_embedded_resources():
+    from tooluse.media import File, Image
+
+    image = Image(data=PNG, media_type="image/png")
+    pdf = File(data=b"%PDF-1.4", media_type="application/pdf", name="a report.pdf")
+    note = File(data=b"hello", media_type="text/plain", name="note.txt")
+    served = call_tool_result_from_output(ToolResult.success("c", "t", ["look:", image, pdf, note]))
+    kinds = [block.type for block in served.content]
+    assert kinds == ["text", "image", "resource", "resource"]
+    assert served.content[1].mime_type == "image/png" and served.content[1].data == image.base64
+    assert served.content[2].resource.blob == pdf.base64
+    assert str(served.content[2].resource.uri) == "tooluse://files/a%20report.pdf"
+    assert served.content[3].resource.text == "hello"
+    assert served.structured_content is None  # no output schema declared
+
+
+def test_media_results_of_a_tool_with_an_output_schema_carry_structured_content():
+    from tooluse.media import Image
+
+    image = Image(data=PNG, media_type="image/png")
+    alone = call_tool_result_from_output(ToolResult.success("c", "t", image), declares_output=True)
+    assert alone.structured_content == {"data": image.base64, "media_type": "image/png"}
+    listed = call_tool_result_from_output(
+        ToolResult.success("c", "t", ["x", image]), wrap=True, declares_output=True
+    )
+    assert listed.structured_content == {"result": ["x", alone.structured_content]}
+    failed = call_tool_result_from_output(ToolResult.failure("c", "t", "no"), declares_output=True)
+    assert failed.structured_content is None and failed.content[0].text.endswith("no")
+
+
+def test_elicited_forms_get_the_schemas_defaults():
+    from tooluse.execution.mcp.server_answers import with_defaults
+
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "default": "Ada"}, "age": {"type": "integer"}},
+    }
+    assert with_defaults(schema, {}) == {"name": "Ada"}
+    assert with_defaults(schema, {"name": "Bo", "age": 3}) == {"name": "Bo", "age": 3}
+    assert with_defaults({"type": "object"}, {"x": 1}) == {"x": 1}
+
+
+class Sky(enum.Enum):
+    CLEAR = "clear"
+    GREY = "grey"
+
+
+def a_prompt(a: Literal["x", "y"], b: Optional[Sky], c: str, d: int = 0) -> str:
+    return ""
+
+
+def test_argument_choices_come_from_literals_and_enums():
+    from tooluse.execution.mcp.served_handlers import argument_choices
+
+    assert argument_choices(a_prompt, "a") == ("x", "y")
+    assert argument_choices(a_prompt, "b") == ("clear", "grey")
+    assert argument_choices(a_prompt, "c") == ()
+    assert argument_choices(a_prompt, "missing") == ()

@@ -171,3 +171,25 @@ def test_oauth_settings_are_checked():
         MCPOAuth(scopes="tools")
     with pytest.raises(ValueError, match="redirect_port"):
         MCPOAuth(redirect_port=70000)
+
+
+def test_client_settings_are_checked():
+    with pytest.raises(ValueError, match="need a client_id"):
+        MCPOAuth(client_secret="s")
+    with pytest.raises(ValueError, match="either client_id or client_metadata_url"):
+        MCPOAuth(client_id="c", client_metadata_url="https://example.test/client.json")
+    with pytest.raises(ValueError, match="https URL with a path"):
+        MCPOAuth(client_metadata_url="http://example.test/client.json")
+    with pytest.raises(ValueError, match="needs a client_id and either"):
+        MCPOAuth(grant="client_credentials", client_id="c")
+    with pytest.raises(ValueError, match="needs a client_id and either"):
+        MCPOAuth(grant="client_credentials", client_id="c", client_secret="s", private_key="k")
+    with pytest.raises(ValueError, match="private_key applies"):
+        MCPOAuth(private_key="k")
+    with pytest.raises(ValueError, match="needs a client_id, a client_secret and the issuer"):
+        MCPOAuth(grant="jwt_bearer", client_id="c", client_secret="s", assertion=lambda a, r: "")
+    with pytest.raises(ValueError, match="assertion goes with"):
+        MCPOAuth(assertion=lambda a, r: "")
+    with pytest.raises(ValueError, match="grant must be"):
+        MCPOAuth(grant="password")  # type: ignore[arg-type]
+    assert "s3cret" not in repr(MCPOAuth(client_id="c", client_secret="s3cret"))

@@ -149,7 +149,11 @@ def call_command(
     timeout: float = typer.Option(30.0, help="Seconds allowed for startup and for the call."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON."),
 ) -> None:
-    """Call one tool of an MCP server and print its result (exit code 1 when it failed)."""
+    """Call one tool of an MCP server and print its result (exit code 1 when it failed).
+
+    A tool that requires a task (protocol 2025-11-25) runs as one, polled until it ends; a
+    tool for which a task is optional runs as one when --timeout is over 60 seconds.
+    """
     from tooluse.errors import MCPError
     from tooluse.execution.mcp.sync import SyncMCPToolExecutor
     from tooluse.messages import ToolCall
@@ -193,12 +197,20 @@ def serve_command(
     path: str = typer.Option("/mcp", help="HTTP endpoint path."),
     name: str = typer.Option(None, help="Server name (defaults to the module name)."),
     timeout: float = typer.Option(60.0, help="Seconds allowed for each call."),
+    tasks: str = typer.Option(
+        "optional",
+        "--tasks",
+        help="Whether clients (protocol 2025-11-25) may run the tools as tasks: "
+        "optional, required or forbidden.",
+    ),
 ) -> None:
     """Serve a module's tools, resources and prompts as an MCP server (stdio by default).
 
     The tools are the module's TOOLS list if it has one, else its @tool functions, else its
     public functions; the resources and prompts are its @mcp_resource and @mcp_prompt
-    functions (or its RESOURCES and PROMPTS lists).
+    functions (or its RESOURCES and PROMPTS lists). A client may run a call as a task
+    (tools/call with a task, then tasks/get, tasks/result, tasks/cancel) unless --tasks
+    forbidden; with --tasks required it must.
     """
     from tooluse.errors import ToolDefinitionError
     from tooluse.execution.mcp.server import MCPToolServer, load_module_offer
@@ -207,6 +219,8 @@ def serve_command(
         raise _fail(f"--port must be between 1 and 65535, got {port}", 2)
     if not timeout > 0:
         raise _fail(f"--timeout must be a positive number of seconds, got {timeout:g}", 2)
+    if tasks not in ("optional", "required", "forbidden"):
+        raise _fail(f"--tasks must be optional, required or forbidden, got {tasks!r}", 2)
     try:
         offer = load_module_offer(target)
         server = MCPToolServer(
@@ -215,6 +229,7 @@ def serve_command(
             prompts=offer.prompts,
             name=name or Path(target).stem,
             timeout=timeout,
+            tasks=tasks,  # type: ignore[arg-type]  # checked above
         )
     except ToolDefinitionError as exc:
         raise _fail(_one_line(exc), 2) from None

@@ -28,14 +28,22 @@ negotiated (2026-07-28 with current servers, the 2025-11-25 handshake with older
   :class:`SyncMCPToolExecutor` is the blocking facade and :class:`MCPToolServer` serves
   tooluse tools, resources (:func:`mcp_resource`) and prompts (:func:`mcp_prompt`) over MCP.
 
+- Tools may run as tasks (protocol 2025-11-25, :mod:`~tooluse.execution.mcp.tasks`); a served
+  tool talks to its client through :func:`served_call`.
+
 Modules: :mod:`~tooluse.execution.mcp.config` (the shared types: server configs, a leaf),
 :mod:`~tooluse.execution.mcp.schema` (schema checks, no SDK), :mod:`~tooluse.execution.mcp.process`
 (stdio server processes), :mod:`~tooluse.execution.mcp.connection` (one live connection),
 :mod:`~tooluse.execution.mcp.client`, :mod:`~tooluse.execution.mcp.sync`,
 :mod:`~tooluse.execution.mcp.server_requests` / :mod:`~tooluse.execution.mcp.server_answers`
 (what servers ask, and the SDK callbacks answering it), :mod:`~tooluse.execution.mcp.output_check`,
+:mod:`~tooluse.execution.mcp.tasks` (tasks on the client),
+:mod:`~tooluse.execution.mcp.deep_replies` (HTTP replies too deep for the SDK's parser),
 :mod:`~tooluse.execution.mcp.server` with :mod:`~tooluse.execution.mcp.served` /
 :mod:`~tooluse.execution.mcp.served_handlers` (resources and prompts to serve),
+:mod:`~tooluse.execution.mcp.served_tools` / :mod:`~tooluse.execution.mcp.served_call` (tools
+to serve, and their line to the client), :mod:`~tooluse.execution.mcp.served_tasks` (calls
+served as tasks), :mod:`~tooluse.execution.mcp.event_store` (resumable HTTP streams),
 :mod:`~tooluse.execution.mcp.stdio_transport` and :mod:`~tooluse.execution.mcp.sdk`, the only
 module that imports the ``mcp`` SDK (the others reach it through it), on first connect (so
 importing this package never does).
@@ -47,6 +55,7 @@ from tooluse.execution.mcp.client import MCPToolExecutor, MCPToolset
 from tooluse.execution.mcp.config import MCPOAuth, MCPServerConfig, load_mcp_servers
 from tooluse.execution.mcp.resources import MCPPrompt, MCPResource, MCPResourceTemplate
 from tooluse.execution.mcp.served import ServedPrompt, ServedResource, mcp_prompt, mcp_resource
+from tooluse.execution.mcp.served_call import ServedCall, served_call
 from tooluse.execution.mcp.server import MCPToolServer, load_module_offer, load_module_tools
 from tooluse.execution.mcp.server_requests import (
     ElicitationRequest,
@@ -58,6 +67,7 @@ from tooluse.execution.mcp.server_requests import (
     SamplingRequest,
 )
 from tooluse.execution.mcp.sync import SyncMCPToolExecutor
+from tooluse.execution.mcp.tasks import MCPTask
 
 __all__ = [
     "ElicitationRequest",
@@ -71,10 +81,12 @@ __all__ = [
     "MCPRoot",
     "MCPSampling",
     "MCPServerConfig",
+    "MCPTask",
     "MCPToolExecutor",
     "MCPToolServer",
     "MCPToolset",
     "SamplingRequest",
+    "ServedCall",
     "ServedPrompt",
     "ServedResource",
     "SyncMCPToolExecutor",
@@ -83,4 +95,5 @@ __all__ = [
     "load_module_tools",
     "mcp_prompt",
     "mcp_resource",
+    "served_call",
 ]

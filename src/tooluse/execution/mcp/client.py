@@ -27,6 +27,7 @@ from tooluse.execution.mcp.schema import (
     make_tool_function,
 )
 from tooluse.execution.mcp.server_requests import MCPHandlers
+from tooluse.execution.mcp.tasks import MCPTasks, ToolCallTask, wants_task
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 
@@ -43,7 +44,7 @@ def _coded(message: str, cause: Any, **metadata: Any) -> MCPError:
     return error
 
 
-class MCPToolExecutor(MCPResources, MCPExecutorBase):
+class MCPToolExecutor(MCPResources, MCPTasks, MCPExecutorBase):
     """Calls the tools of one MCP server; an async context manager.
 
     The tool list is fetched once and cached; :meth:`refresh_tools` fetches it again. Tools whose
@@ -307,40 +308,93 @@ class MCPToolExecutor(MCPResources, MCPExecutorBase):
                 model_message=f"arguments must be a JSON object, got: {raw[:200]}",
             )
         arguments = check_arguments(definition, call.arguments) if validate else call.arguments
-        remote_name = str(definition.metadata.get("mcp_name", call.name))
         seconds = timeout if timeout is not None else self.config.timeout
+        task = self._as_task(connection, call, definition, arguments, seconds)
+        try:
+            if task is not None:
+                result = await task.run()
+            else:
+                result = await connection.client.call_tool(
+                    str(definition.metadata.get("mcp_name", call.name)),
+                    arguments,
+                    read_timeout_seconds=seconds,
+                    progress_callback=self._progress(call),
+                )
+        except (mcp_sdk.SDKError, RuntimeError, ValueError) as exc:
+            raise self._failure(exc, call, definition, connection, seconds, task) from exc
+        answer = mcp_sdk.tool_result_from_mcp(
+            call.id, call.name, result, max_output_chars=self.config.max_output_chars
+        )
+        if task is not None and task.task is not None:
+            metadata = {**answer.metadata, "mcp_task_id": task.task.task_id}
+            answer = dataclasses.replace(answer, metadata=metadata)
+        return answer
+
+    def _progress(self, call: ToolCall) -> Any:
         from tooluse.execution.mcp.server_answers import progress_callback
 
-        on_progress = progress_callback(self.handlers, self.config.label, call)
-        try:
-            result = await connection.client.call_tool(
-                remote_name, arguments, read_timeout_seconds=seconds, progress_callback=on_progress
-            )
-        except mcp_sdk.SDKError as exc:
+        return progress_callback(self.handlers, self.config.label, call)
+
+    def _as_task(  # noqa: PLR0913 - the call and where it goes
+        self,
+        connection: Connection,
+        call: ToolCall,
+        definition: ToolDefinition,
+        arguments: dict[str, Any],
+        seconds: float,
+    ) -> ToolCallTask | None:
+        """The call as a task, when the tool and the server allow it and the rule of
+        :mod:`~tooluse.execution.mcp.tasks` says so; ``None`` for a plain ``tools/call``."""
+        from tooluse.execution.mcp import sdk as mcp_sdk
+
+        offered, can_cancel = mcp_sdk.server_task_support(connection.client)
+        support = definition.metadata.get("mcp_task_support")
+        threshold = self.config.task_threshold
+        if not wants_task(support, offered=offered, seconds=seconds, threshold=threshold):
+            return None
+        return ToolCallTask(
+            connection.client,
+            str(definition.metadata.get("mcp_name", definition.name)),
+            arguments,
+            seconds=seconds,
+            can_cancel=can_cancel,
+            on_progress=self._progress(call),
+        )
+
+    def _failure(  # noqa: PLR0913 - what went wrong and with which call
+        self,
+        exc: Exception,
+        call: ToolCall,
+        definition: ToolDefinition,
+        connection: Connection,
+        seconds: float,
+        task: ToolCallTask | None,
+    ) -> MCPError:
+        """The MCPError (becoming a failed result) for a call the SDK raised ``exc`` for."""
+        from tooluse.execution.mcp import sdk as mcp_sdk
+
+        extra = {"mcp_task_id": task.task.task_id} if task is not None and task.task else {}
+        if isinstance(exc, mcp_sdk.SDKError):
             if exc.code == mcp_sdk.REQUEST_TIMEOUT:
-                raise _coded(f"tool {call.name!r} timed out after {seconds:g}s", exc) from exc
+                return _coded(f"tool {call.name!r} timed out after {seconds:g}s", exc, **extra)
             if mcp_sdk.connection_lost(exc, connection.client):
                 message = (
                     f"the MCP server closed the connection during {call.name!r} "
                     "(it is restarted on the next call)"
                 )
                 stderr = connection.stderr_tail()[-1000:]
-                raise _coded(message, exc, server_stderr=stderr) from exc
+                return _coded(message, exc, server_stderr=stderr, **extra)
             message = (
                 f"MCP server {self.config.label!r} answered {call.name!r} with an error: "
                 f"{exc.message}"
             )
-            raise _coded(message, exc) from exc
-        except (RuntimeError, ValueError) as exc:
-            # pydantic's ValidationError is a ValueError: the reply did not match the protocol;
-            # RuntimeError: the SDK's output-schema check, or a server that kept asking for input.
-            text, metadata = result_problem(exc, call.name, definition)
-            error = MCPError(text)
-            error.mcp_metadata = metadata  # type: ignore[attr-defined]
-            raise error from exc
-        return mcp_sdk.tool_result_from_mcp(
-            call.id, call.name, result, max_output_chars=self.config.max_output_chars
-        )
+            return _coded(message, exc, **extra)
+        # pydantic's ValidationError is a ValueError: the reply did not match the protocol;
+        # RuntimeError: the SDK's output-schema check, or a server that kept asking for input.
+        text, metadata = result_problem(exc, call.name, definition)
+        error = MCPError(text)
+        error.mcp_metadata = {**metadata, **extra}  # type: ignore[attr-defined]
+        return error
 
     async def _definition_for(self, name: str) -> ToolDefinition:
         if self._tools is None:

@@ -31,20 +31,38 @@ _REVISION = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 @dataclass(frozen=True, kw_only=True)
 class MCPOAuth:
-    """OAuth 2.1 for an HTTP server (authorization code with PKCE; the SDK's OAuth client).
+    """OAuth 2.1 for an HTTP server (the SDK's OAuth client).
 
-    On the first connection the client registers itself with the server's authorization
-    server, the user approves in a browser, and the authorization server redirects to a
-    one-shot listener on ``http://127.0.0.1:PORT/callback``. Tokens (and the registration) are
-    kept in ``token_dir`` (default: the user's data dir, ``tooluse/mcp-oauth``), one file per
-    server URL readable by the user only (mode 0600), and refreshed when they expire.
+    By default (``grant="authorization_code"``) the user signs in: on the first connection the
+    client registers itself with the server's authorization server (dynamic registration), the
+    user approves in a browser, and the authorization server redirects to a one-shot listener on
+    ``http://127.0.0.1:PORT/callback`` (authorization code with PKCE). Tokens (and the
+    registration) are kept in ``token_dir`` (default: the user's data dir,
+    ``tooluse/mcp-oauth``), one file per server URL (and client id) readable by the user only
+    (mode 0600), and refreshed when they expire.
 
     - ``scopes``: the scopes to ask for (none: the server's default);
     - ``redirect_port``: the listener's port (0: a free one, then the same once registered);
     - ``on_authorize``: called with the authorization URL instead of printing it and opening
       the browser (``open_browser=False`` only prints it); may be async;
     - ``callback_timeout``: seconds to wait for the user's approval (added to the server's
-      ``startup_timeout``).
+      ``startup_timeout``);
+    - ``client_id`` (and ``client_secret``): a client registered with the authorization server
+      beforehand, used instead of dynamic registration; ``token_endpoint_auth`` says how it
+      authenticates at the token endpoint (``client_secret_basic``, the default with a secret,
+      ``client_secret_post``, or ``none``, the default without one);
+    - ``client_metadata_url``: an https URL serving the client's metadata document, used as
+      its client id where the authorization server supports that (instead of registering);
+    - ``grant="client_credentials"``: no user and no browser: the client itself is
+      authorized, with ``client_id`` and either ``client_secret`` or ``private_key`` (a PEM
+      key signing a JWT assertion with ``signing_algorithm``: ``private_key_jwt``);
+    - ``grant="jwt_bearer"``: enterprise-managed authorization (cross-app access, SEP-990):
+      ``assertion(audience, resource)`` (possibly async) returns an identity assertion grant
+      (ID-JAG) the organisation's identity provider issued for that authorization server
+      (``audience``) and MCP server (``resource``); it is exchanged, with ``client_id`` and
+      ``client_secret``, for an access token at ``issuer`` (required: no discovery);
+    - ``issuer``: the authorization server the client's credentials belong to; they are then
+      never sent to another one (recommended with a secret or a key).
     """
 
     token_dir: str | Path | None = None
@@ -54,6 +72,15 @@ class MCPOAuth:
     open_browser: bool = True
     on_authorize: Callable[[str], Any] | None = field(default=None, compare=False)
     callback_timeout: float = 300.0
+    grant: Literal["authorization_code", "client_credentials", "jwt_bearer"] = "authorization_code"
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+    token_endpoint_auth: Literal["client_secret_basic", "client_secret_post", "none"] | None = None
+    client_metadata_url: str | None = None
+    private_key: str | None = field(default=None, repr=False)
+    signing_algorithm: str = "RS256"
+    issuer: str | None = None
+    assertion: Callable[[str, str], Any] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.scopes, str):
@@ -63,6 +90,48 @@ class MCPOAuth:
             raise ValueError("MCPOAuth.redirect_port must be between 0 and 65535")
         if not self.callback_timeout > 0:
             raise ValueError("MCPOAuth.callback_timeout must be positive")
+        self._check_client()
+
+    def _check_client(self) -> None:
+        if self.grant not in ("authorization_code", "client_credentials", "jwt_bearer"):
+            raise ValueError(
+                "MCPOAuth.grant must be 'authorization_code', 'client_credentials' or "
+                f"'jwt_bearer', got {self.grant!r}"
+            )
+        if (self.assertion is not None) != (self.grant == "jwt_bearer"):
+            raise ValueError("MCPOAuth.assertion goes with grant='jwt_bearer' (and it needs one)")
+        if (self.client_secret or self.token_endpoint_auth) and not self.client_id:
+            raise ValueError("MCPOAuth.client_secret and token_endpoint_auth need a client_id")
+        if self.client_metadata_url is not None:
+            if self.client_id:
+                raise ValueError("give MCPOAuth either client_id or client_metadata_url, not both")
+            parts = urlsplit(self.client_metadata_url)
+            if parts.scheme != "https" or parts.path in ("", "/"):
+                raise ValueError(
+                    "MCPOAuth.client_metadata_url must be an https URL with a path, got "
+                    f"{self.client_metadata_url!r}"
+                )
+        if self.grant != "client_credentials" and self.private_key is not None:
+            raise ValueError("MCPOAuth.private_key applies to grant='client_credentials'")
+        if self.grant == "authorization_code":
+            return
+        if self.grant == "jwt_bearer":
+            if not (self.client_id and self.client_secret and self.issuer):
+                raise ValueError(
+                    "grant='jwt_bearer' needs a client_id, a client_secret and the issuer"
+                )
+            if self.token_endpoint_auth == "none":
+                raise ValueError("grant='jwt_bearer' cannot use token_endpoint_auth='none'")
+            return
+        if not self.client_id or (self.client_secret is None) == (self.private_key is None):
+            raise ValueError(
+                "grant='client_credentials' needs a client_id and either a client_secret or "
+                "a private_key"
+            )
+        if self.token_endpoint_auth == "none":
+            raise ValueError("grant='client_credentials' cannot use token_endpoint_auth='none'")
+        if self.private_key is not None and self.token_endpoint_auth is not None:
+            raise ValueError("a private_key authenticates with its JWT: no token_endpoint_auth")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,7 +159,12 @@ class MCPServerConfig:
       servers, the 2025-11-25 handshake with older ones); ``"2025-11-25"`` always uses the
       handshake, which servers need that send sampling, elicitation or roots requests in the
       middle of a call (2026-07-28 has no such requests: it asks through ``input_required``
-      results instead); ``"2026-07-28"`` adopts that revision without probing.
+      results instead); ``"2026-07-28"`` adopts that revision without probing;
+    - ``task_threshold``: tasks (protocol 2025-11-25; see :mod:`~tooluse.execution.mcp.tasks`).
+      A tool whose ``execution.taskSupport`` is ``required`` always runs as a task; one that
+      says ``optional`` runs as a task when its call may take longer than this many seconds
+      (its timeout is longer), so that a long call does not hang on one open request;
+      ``None``: ``optional`` tools never run as tasks.
 
     ``env`` is added to a small safe default environment (``PATH``, ``HOME``...), as the SDK does.
     """
@@ -110,6 +184,7 @@ class MCPServerConfig:
     max_output_chars: int = 20_000
     max_reply_bytes: int | None = 16 * 1024 * 1024
     protocol: str = "auto"
+    task_threshold: float | None = 60.0
     oauth: MCPOAuth | None = None
     server: Any = field(default=None, compare=False, repr=False)
 
@@ -139,6 +214,8 @@ class MCPServerConfig:
         for label in ("timeout", "startup_timeout"):
             if not getattr(self, label) > 0:
                 raise ValueError(f"MCPServerConfig.{label} must be positive")
+        if self.task_threshold is not None and not self.task_threshold >= 0:
+            raise ValueError("MCPServerConfig.task_threshold must be at least 0 (or None)")
         if self.max_output_chars < 1:
             raise ValueError("MCPServerConfig.max_output_chars must be at least 1")
         if self.max_reply_bytes is not None and self.max_reply_bytes < 1024:

@@ -57,8 +57,11 @@ class FileTokenStorage:
     A missing or unreadable file means nothing is stored (the user signs in again).
     """
 
-    def __init__(self, directory: Path, server_url: str) -> None:
-        digest = hashlib.sha256(server_url.encode()).hexdigest()[:24]
+    def __init__(self, directory: Path, server_url: str, client_id: str | None = None) -> None:
+        # A client registered beforehand gets a file of its own: tokens of one client are never
+        # offered as another's.
+        key = server_url if client_id is None else f"{server_url}\n{client_id}"
+        digest = hashlib.sha256(key.encode()).hexdigest()[:24]
         self.path = directory / f"{digest}.json"
         self.server_url = server_url
 
@@ -239,7 +242,8 @@ async def _show(oauth: MCPOAuth, server: str, url: str) -> None:
 
 @cache
 def _provider_class() -> Any:
-    """The SDK's provider, told when a stored token ends.
+    """The SDK's provider, told when a stored token ends (and given a client registered
+    beforehand, when there is one).
 
     The SDK keeps a token's end time only for tokens it obtained itself; a token read from
     storage counts as valid until the server rejects it, which then starts a new sign-in
@@ -249,8 +253,13 @@ def _provider_class() -> Any:
     base = mcp_sdk.oauth_parts().OAuthClientProvider
 
     class StoredExpiryProvider(base):  # type: ignore[misc, valid-type]
+        #: A client registered beforehand (``MCPOAuth.client_id``): no dynamic registration.
+        preregistered: Any = None
+
         async def _initialize(self) -> None:
             await super()._initialize()
+            if self.preregistered is not None:
+                self.context.client_info = self.preregistered
             storage = self.context.storage
             ends = storage.expires_at() if isinstance(storage, FileTokenStorage) else None
             if ends is not None and self.context.current_tokens is not None:
@@ -261,9 +270,13 @@ def _provider_class() -> Any:
 
 def oauth_http_auth(oauth: MCPOAuth, server_url: str, label: str) -> Any:
     """The ``httpx2.Auth`` that signs requests to ``server_url`` in (see the module docs)."""
-    parts = mcp_sdk.oauth_parts()
     directory = Path(oauth.token_dir).expanduser() if oauth.token_dir else default_token_dir()
-    storage = FileTokenStorage(directory, server_url)
+    storage = FileTokenStorage(directory, server_url, oauth.client_id)
+    if oauth.grant == "client_credentials":
+        return _client_credentials_auth(oauth, server_url, storage)
+    if oauth.grant == "jwt_bearer":
+        return _identity_assertion_auth(oauth, server_url, storage)
+    parts = mcp_sdk.oauth_parts()
     receiver = LoopbackReceiver(_choose_port(oauth, storage))
 
     async def redirect(url: str) -> None:
@@ -287,10 +300,88 @@ def oauth_http_auth(oauth: MCPOAuth, server_url: str, label: str) -> Any:
         response_types=["code"],
         token_endpoint_auth_method="none",
     )
-    return _provider_class()(
+    provider = _provider_class()(
         server_url,
         client_metadata=metadata,
         storage=storage,
         redirect_handler=redirect,
         callback_handler=callback,
+        client_metadata_url=oauth.client_metadata_url,
+    )
+    if oauth.client_id:
+        method = oauth.token_endpoint_auth or (
+            "client_secret_basic" if oauth.client_secret else "none"
+        )
+        provider.preregistered = parts.OAuthClientInformationFull(
+            client_id=oauth.client_id,
+            client_secret=oauth.client_secret,
+            redirect_uris=[receiver.redirect_uri],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            token_endpoint_auth_method=method,
+            scope=" ".join(oauth.scopes) or None,
+        )
+    return provider
+
+
+def _client_credentials_auth(oauth: MCPOAuth, server_url: str, storage: FileTokenStorage) -> Any:
+    """The SDK's machine-to-machine providers: a client secret, or a JWT signed with a key."""
+    import warnings
+
+    parts = mcp_sdk.oauth_parts()
+    assert oauth.client_id is not None  # MCPOAuth checks it
+    scope = " ".join(oauth.scopes) or None
+    with warnings.catch_warnings():
+        # Without an issuer the SDK warns that the MCP server picks the authorization server;
+        # MCPOAuth.issuer documents that choice for the user.
+        warnings.simplefilter("ignore", parts.MCPDeprecationWarning)
+        if oauth.private_key is not None:
+            signer = parts.SignedJWTParameters(
+                issuer=oauth.client_id,
+                subject=oauth.client_id,
+                signing_key=oauth.private_key,
+                signing_algorithm=oauth.signing_algorithm,
+            )
+            return parts.PrivateKeyJWTOAuthProvider(
+                server_url,
+                storage,
+                client_id=oauth.client_id,
+                assertion_provider=signer.create_assertion_provider(),
+                scope=scope,
+                issuer=oauth.issuer,
+            )
+        assert oauth.client_secret is not None
+        return parts.ClientCredentialsOAuthProvider(
+            server_url,
+            storage,
+            client_id=oauth.client_id,
+            client_secret=oauth.client_secret,
+            token_endpoint_auth_method=oauth.token_endpoint_auth or "client_secret_basic",
+            scope=scope,
+            issuer=oauth.issuer,
+        )
+
+
+def _identity_assertion_auth(oauth: MCPOAuth, server_url: str, storage: FileTokenStorage) -> Any:
+    """The SDK's enterprise-managed authorization: an ID-JAG exchanged at ``oauth.issuer``."""
+    parts = mcp_sdk.oauth_parts()
+    assertion = oauth.assertion
+    assert assertion is not None and oauth.client_id and oauth.client_secret and oauth.issuer
+
+    async def identity_assertion(audience: str, resource: str) -> str:
+        outcome = assertion(audience, resource)
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+        return str(outcome)
+
+    method = oauth.token_endpoint_auth or "client_secret_post"
+    return parts.IdentityAssertionOAuthProvider(
+        server_url,
+        storage,
+        client_id=oauth.client_id,
+        client_secret=oauth.client_secret,
+        issuer=oauth.issuer,
+        assertion_provider=identity_assertion,
+        scope=" ".join(oauth.scopes) or None,
+        token_endpoint_auth_method=method,
     )

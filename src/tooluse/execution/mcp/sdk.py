@@ -11,9 +11,9 @@ imports ``mcp`` and a missing SDK raises :class:`~tooluse.errors.MissingDependen
 The conversions here are pure functions:
 
 - :func:`tool_definition_from_mcp`: an advertised MCP tool -> :class:`ToolDefinition`;
-- :func:`tool_result_from_mcp`: a ``CallToolResult`` -> :class:`ToolResult`;
-- :func:`mcp_tool_from_definition` / :func:`call_tool_result_from_output`: the other way,
-  for serving tooluse tools.
+- :func:`tool_result_from_mcp`: a ``CallToolResult`` -> :class:`ToolResult`.
+
+The other way, serving tooluse tools, is :mod:`~tooluse.execution.mcp.served_tools`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ import base64
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TextIO
-
-from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from tooluse.errors import MissingDependencyError
 from tooluse.media import File, Image, MediaError
@@ -36,6 +34,7 @@ try:
     from mcp.client.stdio import get_default_environment, stdio_client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.server.lowlevel import Server
+    from mcp.server.streamable_http import EventMessage
     from mcp.shared.exceptions import MCPError as SDKError
     from mcp.shared.message import SessionMessage
     from mcp.shared.uri_template import UriTemplate
@@ -45,27 +44,29 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 __all__ = [
     "CONNECTION_CLOSED",
+    "ANNOTATION_WIRE_NAMES",
     "LATEST_PROTOCOL_VERSION",
     "REQUEST_TIMEOUT",
     "Client",
+    "EventMessage",
     "SDKError",
     "Server",
     "SessionMessage",
     "UriTemplate",
-    "build_server",
-    "call_tool_result_from_output",
+    "check_tool_result",
     "connection_lost",
     "describe_content_block",
     "get_default_environment",
     "list_tools_page",
-    "mcp_tool_from_definition",
     "mcp_types",
     "oauth_parts",
     "open_client",
+    "raw_requests_possible",
     "sdk_version",
+    "send_raw",
     "serve_http",
     "serve_stdio",
-    "served_output_schema",
+    "server_task_support",
     "session_closed",
     "tool_definition_from_mcp",
     "tool_result_from_mcp",
@@ -74,9 +75,11 @@ __all__ = [
 CONNECTION_CLOSED: int = mcp_types.CONNECTION_CLOSED
 REQUEST_TIMEOUT: int = mcp_types.REQUEST_TIMEOUT
 LATEST_PROTOCOL_VERSION: str = mcp_types.LATEST_PROTOCOL_VERSION
+#: How long a client of a served HTTP server waits before it resumes a broken event stream.
+RECONNECT_MS = 1000
 
 # Annotation fields of the SDK (snake_case in v2) mapped to the wire names other tools expect.
-_ANNOTATION_WIRE_NAMES = {
+ANNOTATION_WIRE_NAMES = {
     "title": "title",
     "read_only_hint": "readOnlyHint",
     "destructive_hint": "destructiveHint",
@@ -88,16 +91,26 @@ _ANNOTATION_WIRE_NAMES = {
 def oauth_parts() -> Any:
     """The SDK's OAuth client parts, imported on first use: ``OAuthClientProvider``,
     ``OAuthClientMetadata``, ``OAuthToken``, ``OAuthClientInformationFull``,
-    ``AuthorizationCodeResult`` and ``OAuthFlowError``."""
+    ``AuthorizationCodeResult``, ``OAuthFlowError``, the client-credentials providers
+    (``ClientCredentialsOAuthProvider``, ``PrivateKeyJWTOAuthProvider``,
+    ``SignedJWTParameters``), ``IdentityAssertionOAuthProvider`` (enterprise-managed
+    authorization) and ``MCPDeprecationWarning``."""
     from types import SimpleNamespace
 
     from mcp.client.auth import OAuthClientProvider, OAuthFlowError
+    from mcp.client.auth.extensions.client_credentials import (
+        ClientCredentialsOAuthProvider,
+        PrivateKeyJWTOAuthProvider,
+        SignedJWTParameters,
+    )
+    from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
     from mcp.shared.auth import (
         AuthorizationCodeResult,
         OAuthClientInformationFull,
         OAuthClientMetadata,
         OAuthToken,
     )
+    from mcp.shared.exceptions import MCPDeprecationWarning
 
     return SimpleNamespace(
         OAuthClientProvider=OAuthClientProvider,
@@ -106,6 +119,11 @@ def oauth_parts() -> Any:
         OAuthClientInformationFull=OAuthClientInformationFull,
         AuthorizationCodeResult=AuthorizationCodeResult,
         OAuthFlowError=OAuthFlowError,
+        ClientCredentialsOAuthProvider=ClientCredentialsOAuthProvider,
+        PrivateKeyJWTOAuthProvider=PrivateKeyJWTOAuthProvider,
+        SignedJWTParameters=SignedJWTParameters,
+        IdentityAssertionOAuthProvider=IdentityAssertionOAuthProvider,
+        MCPDeprecationWarning=MCPDeprecationWarning,
     )
 
 
@@ -150,10 +168,7 @@ def open_client(  # noqa: PLR0913 - the client's settings, all keyword-only
     elif transport is not None:
         pass
     elif url is not None:
-        if headers or http_auth is not None:
-            transport = _http_transport_with_headers(url, dict(headers or {}), http_auth)
-        else:
-            transport = streamable_http_client(url)
+        transport = _http_transport(url, dict(headers or {}), http_auth)
     else:
         assert command is not None
         params = StdioServerParameters(command=command, args=list(args), env=env, cwd=cwd)
@@ -163,18 +178,24 @@ def open_client(  # noqa: PLR0913 - the client's settings, all keyword-only
 
 
 @contextlib.asynccontextmanager
-async def _http_transport_with_headers(
+async def _http_transport(
     url: str, headers: dict[str, str], auth: Any = None
 ) -> AsyncIterator[Any]:
-    """Streamable HTTP with extra headers (and ``auth``); the HTTP client we create is closed
-    with it."""
+    """Streamable HTTP with extra headers (and ``auth``) and replies too deep for the SDK's
+    parser made readable (:mod:`~tooluse.execution.mcp.deep_replies`); the HTTP client we
+    create is closed with it."""
     import httpx2  # the SDK's own HTTP client; a dependency of mcp 2.x
+
+    from tooluse.execution.mcp.deep_replies import readable_replies
 
     # The SDK's defaults: a long read timeout, since a server may hold a response stream open
     # (per-call timeouts are enforced by the client session, not by HTTP reads).
     timeout = httpx2.Timeout(30.0, read=300.0)
+    hooks = {"response": [readable_replies]}
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth) as http_client,
+        httpx2.AsyncClient(
+            headers=headers, timeout=timeout, auth=auth, event_hooks=hooks
+        ) as http_client,
         streamable_http_client(url, http_client=http_client) as streams,
     ):
         yield streams
@@ -189,7 +210,7 @@ def annotations_from_mcp(annotations: Any) -> dict[str, Any]:
     if annotations is None:
         return {}
     raw = annotations.model_dump(exclude_none=True)
-    return {_ANNOTATION_WIRE_NAMES.get(key, key): value for key, value in raw.items()}
+    return {ANNOTATION_WIRE_NAMES.get(key, key): value for key, value in raw.items()}
 
 
 async def list_tools_page(
@@ -206,19 +227,12 @@ async def list_tools_page(
     from pydantic import ValidationError
 
     session = client.session
-    params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-    request = mcp_types.ListToolsRequest(params=params)
-    stamp = getattr(session, "_stamp", None)
-    dispatcher = getattr(session, "_dispatcher", None)
-    if stamp is None or dispatcher is None:  # another SDK layout: the whole page at once
+    if not raw_requests_possible(client):  # another SDK layout: the whole page at once
         page = await client.list_tools(cursor=cursor, cache_mode="refresh")
         return list(page.tools), {}, page.next_cursor
     # The SDK's send_request checks the result as a whole; its raw request (with the same
     # protocol headers) lets each tool be checked alone.
-    data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
-    options: dict[str, Any] = {"timeout": timeout}
-    stamp(data, options)
-    raw = await dispatcher.send_raw_request(data["method"], data.get("params"), options)
+    raw = await send_raw(client, "tools/list", {"cursor": cursor} if cursor else None, timeout)
     if not isinstance(raw, dict):
         raise ValueError(f"the tool list is not an object: {type(raw).__name__}")
     entries = raw.get("tools")
@@ -242,6 +256,48 @@ async def list_tools_page(
     return tools, rejected, next_cursor
 
 
+def raw_requests_possible(client: Any) -> bool:
+    """Whether the SDK session exposes what :func:`send_raw` uses (private in the SDK)."""
+    session = getattr(client, "session", None)
+    return callable(getattr(session, "_stamp", None)) and hasattr(session, "_dispatcher")
+
+
+async def send_raw(client: Any, method: str, params: dict[str, Any] | None, timeout: float) -> Any:
+    """One request sent as it is and its result returned as raw JSON (a dict, unless the
+    server broke the protocol).
+
+    The session's own protocol stamp (headers, and the ``_meta`` of newer revisions) is applied,
+    but not its result checks: a tool listing is checked tool by tool, and the task methods of
+    protocol 2025-11-25 (``tasks/get``...) are types only in the SDK, which never sends them.
+    Raises the SDK's ``MCPError`` for an error reply, a timeout or a closed connection.
+    """
+    session = client.session
+    data: dict[str, Any] = {"method": method}
+    if params is not None:
+        data["params"] = dict(params)
+    options: dict[str, Any] = {"timeout": timeout}
+    session._stamp(data, options)
+    return await session._dispatcher.send_raw_request(data["method"], data.get("params"), options)
+
+
+def server_task_support(client: Any) -> tuple[bool, bool]:
+    """Whether the server runs ``tools/call`` as tasks, and whether it takes ``tasks/cancel``
+    (its ``tasks`` capability: protocol 2025-11-25)."""
+    capabilities = getattr(getattr(client, "session", None), "server_capabilities", None)
+    tasks = getattr(capabilities, "tasks", None)
+    if tasks is None:
+        return False, False
+    tools = getattr(getattr(tasks, "requests", None), "tools", None)
+    return getattr(tools, "call", None) is not None, getattr(tasks, "cancel", None) is not None
+
+
+async def check_tool_result(client: Any, name: str, result: Any) -> None:
+    """The SDK's output-schema check of a result that did not come from ``call_tool`` (a task's
+    result); raises ``RuntimeError`` as ``call_tool`` does."""
+    if not result.is_error:
+        await client.session.validate_tool_result(name, result)
+
+
 def _first_problem(exc: BaseException) -> str:
     errors = getattr(exc, "errors", None)
     if callable(errors):
@@ -262,12 +318,17 @@ def tool_definition_from_mcp(
     The input schema is passed through as ``input_schema`` (only a missing ``type: object`` or
     ``properties`` is filled in); ``metadata`` records the
     server-side name (``mcp_name``) so a prefixed (or sanitised: MCP allows ``.`` in names,
-    providers do not) tool can still be called.
+    providers do not) tool can still be called, and the tool's ``execution.taskSupport``
+    (``mcp_task_support``: ``optional`` or ``required``) when it may run as a task.
     """
     title = getattr(tool, "title", None)
     annotations = annotations_from_mcp(getattr(tool, "annotations", None))
     if title and "title" not in annotations:
         annotations["title"] = title
+    metadata: dict[str, Any] = {"mcp_name": tool.name}
+    task_support = getattr(getattr(tool, "execution", None), "task_support", None)
+    if task_support in ("optional", "required"):
+        metadata["mcp_task_support"] = task_support
     name = f"{prefix}{tool.name}"
     if not TOOL_NAME_PATTERN.match(name):
         # MCP allows dots and longer names; providers do not. The server-side name is kept.
@@ -279,7 +340,7 @@ def tool_definition_from_mcp(
         output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
         function=function,
         annotations=annotations,
-        metadata={"mcp_name": tool.name},
+        metadata=metadata,
     )
 
 
@@ -385,102 +446,6 @@ def tool_result_from_mcp(
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# tooluse -> MCP (serving)
-
-
-def served_output_schema(definition: ToolDefinition) -> tuple[dict[str, Any] | None, bool]:
-    """The output schema to advertise, and whether results are wrapped as ``{"result": x}``.
-
-    Protocol versions before 2026-07-28 allow only object output schemas, so any other schema is
-    wrapped the way the SDK's own ``MCPServer`` does it.
-    """
-    schema = definition.output_schema
-    if schema is None:
-        return None, False
-    if schema.get("type") == "object":
-        return dict(schema), False
-    wrapped = {"type": "object", "properties": {"result": dict(schema)}, "required": ["result"]}
-    return wrapped, True
-
-
-def mcp_tool_from_definition(definition: ToolDefinition) -> Any:
-    """A :class:`ToolDefinition` as an MCP ``Tool`` (annotations with wire names are kept)."""
-    known = {wire: key for key, wire in _ANNOTATION_WIRE_NAMES.items()}
-    fields = {known[k]: v for k, v in definition.annotations.items() if k in known}
-    annotations = mcp_types.ToolAnnotations(**fields) if fields else None
-    output_schema, _ = served_output_schema(definition)
-    return mcp_types.Tool(
-        name=definition.name,
-        description=definition.description or None,
-        input_schema=definition.parameters_schema,
-        output_schema=output_schema,
-        annotations=annotations,
-    )
-
-
-def call_tool_result_from_output(result: ToolResult, *, wrap: bool = False) -> Any:
-    """A :class:`ToolResult` as an MCP ``CallToolResult``.
-
-    The text block always carries the full output. Structured output (models and dataclasses
-    made JSON-able) goes into ``structured_content`` when it is a JSON object, or always when
-    ``wrap`` is set (as ``{"result": value}``, matching :func:`served_output_schema`).
-    """
-    structured: Any = None
-    if result.structured is not None and not result.is_error:
-        try:
-            value = to_jsonable_python(result.structured)
-        except (TypeError, ValueError, PydanticSerializationError):
-            value = None
-        if wrap:
-            structured = {"result": value}
-        elif isinstance(value, dict):
-            structured = value
-    return mcp_types.CallToolResult(
-        content=[mcp_types.TextContent(type="text", text=result.output)],
-        structured_content=structured,
-        is_error=result.is_error,
-    )
-
-
-def build_server(
-    name: str,
-    definitions: list[ToolDefinition],
-    run_tool: Callable[[str, dict[str, Any]], Any],
-    *,
-    version: str = "",
-    handlers: dict[str, Any] | None = None,
-) -> Any:
-    """A low-level MCP ``Server`` that lists ``definitions`` and answers calls with ``run_tool``.
-
-    ``run_tool(name, arguments)`` is awaited and must return a :class:`ToolResult`; unknown
-    names are answered with the JSON-RPC "invalid params" error, as the protocol asks.
-    ``handlers`` are more ``Server`` keywords (the resource and prompt handlers).
-    """
-    by_name = {definition.name: definition for definition in definitions}
-    tools = [mcp_tool_from_definition(definition) for definition in definitions]
-    wrapped = {d.name for d in definitions if served_output_schema(d)[1]}
-
-    async def on_list_tools(_ctx: Any, _params: Any) -> Any:
-        return mcp_types.ListToolsResult(tools=tools)
-
-    async def on_call_tool(_ctx: Any, params: Any) -> Any:
-        if params.name not in by_name:
-            raise SDKError(mcp_types.INVALID_PARAMS, f"Unknown tool: {params.name}")
-        result = await run_tool(params.name, dict(params.arguments or {}))
-        return call_tool_result_from_output(result, wrap=params.name in wrapped)
-
-    def input_schema(tool_name: str) -> dict[str, Any] | None:
-        definition = by_name.get(tool_name)
-        return None if definition is None else definition.parameters_schema
-
-    options: dict[str, Any] = {"version": version, "get_tool_input_schema": input_schema}
-    if definitions:
-        options.update(on_list_tools=on_list_tools, on_call_tool=on_call_tool)
-    options.update(handlers or {})
-    return Server(name, **options)
-
-
 def connection_lost(exc: Any, client: Any) -> bool:
     """Whether an SDK error means the connection is gone.
 
@@ -511,10 +476,19 @@ async def serve_stdio(server: Any) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def serve_http(server: Any, *, host: str, port: int, path: str) -> None:
-    """Serve a low-level ``Server`` over streamable HTTP at ``http://host:port/path``."""
+async def serve_http(
+    server: Any, *, host: str, port: int, path: str, event_store: Any = None
+) -> None:
+    """Serve a low-level ``Server`` over streamable HTTP at ``http://host:port/path``; with an
+    ``event_store`` a client whose event stream broke resumes it (see
+    :mod:`~tooluse.execution.mcp.event_store`)."""
     import uvicorn  # a dependency of mcp 2.x
 
-    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    app = server.streamable_http_app(
+        streamable_http_path=path,
+        host=host,
+        event_store=event_store,
+        retry_interval=RECONNECT_MS if event_store is not None else None,
+    )
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     await uvicorn.Server(config).serve()

@@ -26,17 +26,18 @@ with :func:`mcp_resource` and :func:`mcp_prompt` (so ``tooluse mcp serve FILE`` 
 A resource function returns text (``str``), data (``bytes``, an :class:`~tooluse.Image` or a
 :class:`~tooluse.File`) or anything JSON-able (served as ``application/json`` text). A prompt
 function's parameters are the prompt's arguments (required unless they have a default; always
-strings on the wire) and it returns a text (one user message), a
-:class:`~tooluse.messages.ChatMessage` or a list of them (texts are user messages; MCP prompts
-hold user and assistant messages only). Either may be async. No ``mcp`` import here.
+strings on the wire) and it returns a text (one user message), an
+:class:`~tooluse.Image` or a :class:`~tooluse.File` (a user message holding it), a
+:class:`~tooluse.messages.ChatMessage` or a list of these (MCP prompts hold user and assistant
+messages only). Either may be async. No ``mcp`` import here.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 from tooluse.errors import ToolDefinitionError
 
@@ -44,14 +45,20 @@ __all__ = [
     "PromptArgument",
     "ServedPrompt",
     "ServedResource",
+    "TaskSupport",
     "mcp_prompt",
     "mcp_resource",
     "served_declaration",
+    "task_support_of",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _ATTRIBUTE = "__tooluse_mcp_served__"
+
+TaskSupport = Literal["forbidden", "optional", "required"]
+"""A served tool's ``execution.taskSupport`` (protocol 2025-11-25 tasks): whether a client may
+(``optional``), must (``required``) or may not (``forbidden``) run its calls as tasks."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,3 +197,20 @@ def served_declaration(value: Any) -> ServedResource | ServedPrompt | None:
         return value
     declared = getattr(value, _ATTRIBUTE, None)
     return declared if isinstance(declared, (ServedResource, ServedPrompt)) else None
+
+
+def task_support_of(
+    setting: str | Mapping[str, str], names: Sequence[str]
+) -> dict[str, TaskSupport]:
+    """Each tool's ``execution.taskSupport`` from the server's ``tasks`` setting: one value for
+    every tool, or a mapping naming the tools that may (or must) run as tasks (others:
+    ``forbidden``). ``ValueError`` names a bad value or an unknown tool."""
+    allowed = ("forbidden", "optional", "required")
+    chosen = {name: setting for name in names} if isinstance(setting, str) else dict(setting)
+    unknown = sorted(set(chosen) - set(names))
+    if unknown:
+        raise ValueError(f"tasks= names tools that are not served: {', '.join(unknown)}")
+    bad = sorted({value for value in chosen.values() if value not in allowed})
+    if bad:
+        raise ValueError(f"a tool's task support is one of {', '.join(allowed)}, not {bad[0]!r}")
+    return {name: chosen.get(name, "forbidden") for name in names}  # type: ignore[misc]

@@ -30,7 +30,13 @@ from typing import Any, Literal
 from tooluse.errors import ToolDefinitionError
 from tooluse.execution.base import ToolsArg
 from tooluse.execution.local import AsyncToolExecutor
-from tooluse.execution.mcp.served import ServedPrompt, ServedResource, served_declaration
+from tooluse.execution.mcp.served import (
+    ServedPrompt,
+    ServedResource,
+    TaskSupport,
+    served_declaration,
+    task_support_of,
+)
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
 
@@ -60,7 +66,10 @@ class MCPToolServer:
     ``tools`` is anything the tool loop accepts (functions, ``@tool`` objects, ToolDefinitions
     with a ``function``, or ``{name: function}``); ``timeout`` bounds each call in seconds.
     ``resources`` and ``prompts`` are functions declared with ``@mcp_resource`` and
-    ``@mcp_prompt`` (or :class:`ServedResource` / :class:`ServedPrompt` objects).
+    ``@mcp_prompt`` (or :class:`ServedResource` / :class:`ServedPrompt` objects). ``tasks``
+    says which tools a client of protocol 2025-11-25 may run as tasks (``optional``: every
+    tool, by default; ``required``, ``forbidden``, or a mapping of tool names to these; see
+    :mod:`~tooluse.execution.mcp.served_tasks`).
     """
 
     def __init__(  # noqa: PLR0913 - the server's parts and settings, all keyword-only
@@ -72,11 +81,18 @@ class MCPToolServer:
         name: str = "tooluse",
         version: str = "",
         timeout: float | None = 60.0,
+        tasks: TaskSupport | Mapping[str, TaskSupport] = "optional",
     ) -> None:
         self.name = name
         self.version = version
         self._executor = AsyncToolExecutor(tools, timeout=timeout)
         self.definitions: tuple[ToolDefinition, ...] = tuple(self._executor.definitions)
+        try:
+            self.task_support = task_support_of(tasks, [d.name for d in self.definitions])
+        except ValueError as exc:
+            raise ToolDefinitionError(str(exc)) from None
+        self._served_tasks: Any = None
+        self._subscriptions: Any = None
         self.resources: tuple[ServedResource, ...] = _declared(
             resources, ServedResource, "resource"
         )
@@ -90,16 +106,34 @@ class MCPToolServer:
 
     def lowlevel_server(self) -> Any:
         """The SDK ``Server`` object (for mounting in another ASGI app, or in-process tests)."""
-        from tooluse.execution.mcp import sdk as mcp_sdk
-        from tooluse.execution.mcp.served_handlers import served_handlers
+        from tooluse.execution.mcp import served_tools
+        from tooluse.execution.mcp.served_handlers import ResourceSubscriptions, served_handlers
+        from tooluse.execution.mcp.served_tasks import ServedTasks
 
-        return mcp_sdk.build_server(
+        if self._subscriptions is None:  # one registry for every connection
+            self._subscriptions = ResourceSubscriptions()
+        server = served_tools.build_server(
             self.name,
             list(self.definitions),
             self.run_tool,
             version=self.version,
-            handlers=served_handlers(self.resources, self.prompts),
+            handlers=served_handlers(self.resources, self.prompts, self._subscriptions),
+            task_support=self.task_support,
+            subscriptions=self._subscriptions,
         )
+        if self._served_tasks is None:  # one store for every connection (stateless HTTP too)
+            wrapped = {d.name for d in self.definitions if served_tools.served_output_schema(d)[1]}
+            declared = {d.name for d in self.definitions if d.output_schema is not None}
+
+            def wire_result(name: str, result: ToolResult) -> dict[str, Any]:
+                answer = served_tools.call_tool_result_from_output(
+                    result, wrap=name in wrapped, declares_output=name in declared
+                )
+                return dict(answer.model_dump(by_alias=True, mode="json", exclude_none=True))
+
+            self._served_tasks = ServedTasks(self.run_tool, wire_result, self.task_support)
+        self._served_tasks.install(server)
+        return server
 
     async def serve_stdio(self) -> None:
         """Serve over this process's stdin/stdout until the client disconnects."""
@@ -110,10 +144,14 @@ class MCPToolServer:
     async def serve_http(
         self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp"
     ) -> None:
-        """Serve streamable HTTP at ``http://host:port/path`` until cancelled."""
+        """Serve streamable HTTP at ``http://host:port/path`` until cancelled; each event stream
+        can be resumed (:mod:`~tooluse.execution.mcp.event_store`)."""
         from tooluse.execution.mcp import sdk as mcp_sdk
+        from tooluse.execution.mcp.event_store import MemoryEventStore
 
-        await mcp_sdk.serve_http(self.lowlevel_server(), host=host, port=port, path=path)
+        server = self.lowlevel_server()
+        store = MemoryEventStore()  # a client that lost its event stream resumes it
+        await mcp_sdk.serve_http(server, host=host, port=port, path=path, event_store=store)
 
     def run(
         self,

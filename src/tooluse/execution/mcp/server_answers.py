@@ -41,6 +41,7 @@ __all__ = [
     "progress_callback",
     "sampling_request_from_mcp",
     "sdk_callbacks",
+    "with_defaults",
 ]
 
 logger = logging.getLogger("tooluse.mcp")
@@ -196,6 +197,18 @@ def elicitation_request_from_mcp(params: Any, server: str) -> ElicitationRequest
     return ElicitationRequest(server=server, message=params.message, schema=dict(schema))
 
 
+def with_defaults(schema: Mapping[str, Any], content: Mapping[str, Any]) -> dict[str, Any]:
+    """An accepted form's content with the schema's ``default`` filled in for each field the
+    answer leaves out (the protocol's elicitation defaults, SEP-1034)."""
+    properties = schema.get("properties")
+    filled = dict(content)
+    if isinstance(properties, Mapping):
+        for name, spec in properties.items():
+            if name not in filled and isinstance(spec, Mapping) and "default" in spec:
+                filled[name] = spec["default"]
+    return filled
+
+
 def check_elicited_content(schema: Mapping[str, Any], content: Mapping[str, Any]) -> str | None:
     """Why ``content`` does not match the requested ``schema``, or ``None`` when it does."""
     from jsonschema.exceptions import SchemaError
@@ -231,7 +244,7 @@ def _elicitation_callback(handler: ElicitationHandler, server: str) -> Any:
             )
         content = None
         if response.action == "accept" and request.mode == "form":
-            content = dict(response.content or {})
+            content = with_defaults(request.schema, response.content or {})
             problem = check_elicited_content(request.schema, content)
             if problem is not None:
                 return _error(

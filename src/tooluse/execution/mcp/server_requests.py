@@ -124,7 +124,8 @@ class ElicitationRequest:
 
 @dataclass(frozen=True, kw_only=True)
 class ElicitationResponse:
-    """The user's answer: ``accept`` (with ``content`` in form mode), ``decline`` or ``cancel``."""
+    """The user's answer: ``accept`` (with ``content`` in form mode; a field it leaves out gets
+    the schema's ``default``, when there is one), ``decline`` or ``cancel``."""
 
     action: Literal["accept", "decline", "cancel"]
     content: Mapping[str, Any] | None = None
