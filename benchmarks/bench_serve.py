@@ -5,7 +5,11 @@ same context and threads, one server at a time, through the same OpenAI-API HTTP
 2. time to the first streamed content chunk;
 3. tool calls on a fixed set of 12 questions with 3 tools (``tool_choice="auto"``): how many
    replies hold a call, how many of those calls are valid (JSON arguments that satisfy the
-   tool's schema) and how many name the right tool.
+   tool's schema) and how many name the right tool;
+4. 8 concurrent clients, each sending 3 requests in turn (text, forced and ``auto`` calls with
+   the tools, some streamed): generated tokens/s of all of them together, for tooluse serve
+   (its requests decoded together), tooluse serve ``--concurrency 1`` (one at a time) and
+   llama_cpp.server (which answers one request at a time).
 
 llama-cpp-python's server uses its ``chatml-function-calling`` format, the one it offers for
 ChatML models such as SmolLM2.
@@ -177,27 +181,103 @@ def measure(base: str, model: str) -> dict[str, Any]:
     }
 
 
-def main() -> dict[str, Any]:
-    gguf = str(default_model_path())
-    logs = Path(tempfile.mkdtemp(prefix="bench-serve-"))
-    figures: dict[str, Any] = {}
+CLIENTS = 8
+CONCURRENT_ASKS = (
+    ("Write a short paragraph about the sea.", None),
+    ("What's the weather in Paris?", "required"),
+    ("What time is it in Tokyo?", "auto"),
+    ("Describe a walk in the forest.", None),
+    ("Is it raining in London right now?", "auto"),
+    ("Compute 345 + 678.", "required"),
+)
+
+
+def _concurrent_body(model: str, index: int) -> dict[str, Any]:
+    question, choice = CONCURRENT_ASKS[index % len(CONCURRENT_ASKS)]
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": "user", "content": question}],
+        "max_tokens": 64,
+        "temperature": 0.0,
+    }
+    if choice is not None:
+        body.update(tools=TOOLS, tool_choice=choice)
+    if index % 3 == 1:
+        body.update(stream=True, stream_options={"include_usage": True})
+    return body
+
+
+def _one_request(client: httpx.Client, body: dict[str, Any]) -> int:
+    """Send ``body``; the completion tokens of its answer (streamed or not)."""
+    if not body.get("stream"):
+        reply = client.post("/chat/completions", json=body)
+        reply.raise_for_status()
+        return int(reply.json()["usage"]["completion_tokens"])
+    tokens = 0
+    with client.stream("POST", "/chat/completions", json=body) as r:
+        for line in r.iter_lines():
+            if line.startswith("data: {"):
+                usage = json.loads(line[6:]).get("usage")
+                if usage:
+                    tokens = int(usage["completion_tokens"])
+    return tokens
+
+
+def measure_concurrent(base: str, model: str) -> dict[str, Any]:
+    """``CLIENTS`` clients, each sending 3 requests in turn: tokens/s of all together."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def client_run(number: int) -> int:
+        with httpx.Client(base_url=base, timeout=600) as client:
+            return sum(_one_request(client, _concurrent_body(model, number * 3 + i))
+                       for i in range(3))  # fmt: skip
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
+        tokens = sum(pool.map(client_run, range(CLIENTS)))
+    seconds = time.perf_counter() - started
+    return {
+        "requests": CLIENTS * 3,
+        "completion_tokens": tokens,
+        "seconds": round(seconds, 1),
+        "tokens_per_s": round(tokens / seconds, 1),
+    }
+
+
+def _tooluse_serve(logs: Path, name: str, *extra: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    ours = start(
+    process = start(
         [
             str(Path(sys.executable).with_name("tooluse")),
             "serve",
             "--model",
-            "local:base",  # the same GGUF as llama_cpp.server serves, without the adapter
+            "local:base",
             "--port",
             str(port),
-        ],
+            *extra,
+        ],  # fmt: skip
         f"http://127.0.0.1:{port}/health",
-        logs / "tooluse.log",
+        logs / f"{name}.log",
     )
+    return process, f"http://127.0.0.1:{port}/v1"
+
+
+def main() -> dict[str, Any]:
+    gguf = str(default_model_path())
+    logs = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    figures: dict[str, Any] = {}
+    # the same GGUF as llama_cpp.server serves, without the adapter
+    ours, base = _tooluse_serve(logs, "tooluse")
     try:
-        figures["tooluse_serve"] = measure(f"http://127.0.0.1:{port}/v1", "local:base")
+        figures["tooluse_serve"] = measure(base, "local:base")
+        figures["tooluse_serve_concurrent"] = measure_concurrent(base, "local:base")
     finally:
         stop(ours)
+    one, base = _tooluse_serve(logs, "tooluse-one", "--concurrency", "1")
+    try:
+        figures["tooluse_serve_one_at_a_time"] = measure_concurrent(base, "local:base")
+    finally:
+        stop(one)
     port = free_port()
     theirs = start(
         [
@@ -222,6 +302,9 @@ def main() -> dict[str, Any]:
     )
     try:
         figures["llama_cpp_server"] = measure(f"http://127.0.0.1:{port}/v1", "local")
+        figures["llama_cpp_server_concurrent"] = measure_concurrent(
+            f"http://127.0.0.1:{port}/v1", "local"
+        )
     finally:
         stop(theirs)
     a, b = figures["tooluse_serve"], figures["llama_cpp_server"]
@@ -237,6 +320,18 @@ def main() -> dict[str, Any]:
     )
     for key in ("replies_with_call", "valid_calls", "right_tool"):
         print(f"{key + ' /12':22}{a[key]:>16}{b[key]:>18}")
+    together = figures["tooluse_serve_concurrent"]["tokens_per_s"]
+    alone = figures["tooluse_serve_one_at_a_time"]["tokens_per_s"]
+    theirs_together = figures["llama_cpp_server_concurrent"]["tokens_per_s"]
+    figures["concurrent_over_one_at_a_time"] = round(together / alone, 2)
+    figures["concurrent_over_llama_cpp_server"] = round(together / theirs_together, 2)
+    print(f"{CLIENTS} concurrent clients, tokens/s of all: tooluse serve {together}, "
+          f"--concurrency 1 {alone} ({figures['concurrent_over_one_at_a_time']}x), "
+          f"llama_cpp.server {theirs_together} ({figures['concurrent_over_llama_cpp_server']}x)")  # fmt: skip
+    batch = Path(__file__).with_name("results") / "batch.json"
+    if batch.exists():  # the decode limit measured by bench_batch, for reading the ratios
+        limit = json.loads(batch.read_text())["figures"]["limit_gain_at_8"]
+        print(f"(the batched-decode limit at 8 sequences: {limit}x one sequence)")
     return figures
 
 
