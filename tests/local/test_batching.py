@@ -380,3 +380,25 @@ def test_concurrent_backend_calls_share_decode_steps_and_answer_as_alone(tools):
             for r in results] == [
         (r.text, r.tool_calls and [(c.name, c.arguments) for c in r.tool_calls]) for r in alone
     ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_an_idle_engine_nobody_holds_is_freed(llm, prompts, monkeypatch):
+    import gc
+    import weakref
+
+    from tooluse.local import batching
+
+    monkeypatch.setattr(batching, "IDLE_EXIT", 0.2)
+    engine = _engine(llm, batch=2)
+    assert len(list(engine.run(prompts[1][0], DecodeSettings(max_tokens=4)))) == 4
+    thread = engine._thread
+    thread.join(10)  # the scheduler ends once idle: it no longer holds the engine
+    assert not thread.is_alive() and engine._thread is None
+    # a new sequence starts a new scheduler
+    assert len(list(engine.run(prompts[1][0], DecodeSettings(max_tokens=4)))) == 4
+    engine._thread.join(10)
+    gone = weakref.ref(engine)
+    del engine
+    gc.collect()
+    assert gone() is None

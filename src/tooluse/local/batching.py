@@ -59,6 +59,8 @@ __all__ = [
 DEFAULT_BATCH = 8
 #: The KV memory the slots may take together when their number is chosen (the default).
 DEFAULT_KV_BUDGET = 1 << 30
+#: Seconds the scheduler thread waits for work before it ends.
+IDLE_EXIT = 5.0
 #: A shared prefix is copied from another slot only when it saves this many tokens.
 MIN_COPY = 16
 #: A cached prompt this long is worth keeping: placing a sequence elsewhere keeps it, and only
@@ -303,8 +305,9 @@ class BatchEngine:
                 return
             self._closed = True
             self._cond.notify_all()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
         self._fail_everything(BackendError("the local model was closed"))
         self._lib.llama_batch_free(self._batch)
         self._lib.llama_free(self._ctx)
@@ -381,10 +384,14 @@ class BatchEngine:
             self._fail_everything(BackendError(f"the local model's scheduler stopped: {exc}"))
 
     def _serve_step(self) -> bool:
-        """Admit, then decode one step; ``False`` once the engine is closed."""
+        """Admit, then decode one step; ``False`` once the engine is closed or has been idle
+        for ``IDLE_EXIT`` seconds (the thread ends, so that an engine nobody holds can be
+        freed; the next sequence starts another)."""
         with self._cond:
             while not self._closed and not self._waiting and not self._active:
-                self._cond.wait()
+                if not self._cond.wait(IDLE_EXIT) and not self._waiting:
+                    self._thread = None
+                    return False
             if self._closed:
                 return False
             for request in [r for r in self._active if r.cancelled]:
