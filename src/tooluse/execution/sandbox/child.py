@@ -65,6 +65,7 @@ def _config() -> dict[str, int | None]:
     names = (
         "cpu_seconds", "memory_bytes", "file_size_bytes", "allow_subprocess", "allow_network",
         "isolate", "status_fd", "lifeline_fd", "command_fd", "reply_fd", "tmp_mb",
+        "call_fd", "answer_fd",
     )  # fmt: skip
     values = (None if v == "-" else int(v) for v in sys.argv[1].split(","))
     return dict(zip(names, values, strict=True))
@@ -305,7 +306,7 @@ def _isolate(config: dict[str, int | None]) -> list[str]:
         replies = _replies(config)
         pid = os.fork()
         if pid:
-            _close(config["status_fd"], config["command_fd"], config["reply_fd"], relay_w)
+            _close(*_pipes(config), relay_w)
             _supervise(pid, config["lifeline_fd"], relay, replies)
         os.close(relay)
         _close(*(replies or ()))  # nothing of the host stays in the namespace
@@ -332,7 +333,7 @@ def _isolate(config: dict[str, int | None]) -> list[str]:
         # PID 2, with ordinary signal semantics, and PID 1 only waits for it.
         pid = os.fork()
         if pid:
-            _close(config["status_fd"], config["command_fd"], config["reply_fd"])
+            _close(*_pipes(config))
             _close(config["lifeline_fd"])
             _init(pid, relay)
         os.close(relay)
