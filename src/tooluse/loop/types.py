@@ -60,6 +60,8 @@ class TrailEntry:
     is_error: bool
     duration: float
     iteration: int
+    #: The id of the program call that made this call (code mode); ``""`` for a direct call.
+    caller: str = ""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrailEntry:
@@ -72,11 +74,12 @@ class TrailEntry:
             is_error=bool(data.get("error")),
             duration=float(data.get("duration", 0.0)),
             iteration=int(data.get("iteration", 0)),
+            caller=str(data.get("caller") or ""),
         )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the shape stored in ``metadata["tool_trail"]``)."""
-        return {
+        out = {
             "id": self.call_id,
             "name": self.name,
             "arguments": self.arguments,
@@ -85,6 +88,9 @@ class TrailEntry:
             "duration": round(self.duration, 6),
             "iteration": self.iteration,
         }
+        if self.caller:
+            out["caller"] = self.caller
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)

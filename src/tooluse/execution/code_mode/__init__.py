@@ -23,8 +23,10 @@ from tooluse.execution.code_mode.executor import CodeModeExecutor, program_tool
 from tooluse.execution.code_mode.host import (
     ProgramRun,
     check_program,
+    done_calls,
     final_answer_of,
     program_calls,
+    program_journal,
     suspended_journal,
     without_program_data,
 )
@@ -43,8 +45,10 @@ __all__ = [
     "callable_directly",
     "callable_from_code",
     "check_program",
+    "done_calls",
     "final_answer_of",
     "program_calls",
+    "program_journal",
     "program_tool",
     "suspended_journal",
     "tool_stubs",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -242,9 +243,14 @@ class CodeModeExecutor(AbstractToolExecutor):
             except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread
                 ended.put(exc)
 
-        workers = [threading.Thread(target=program, args=(i,), daemon=True) for i in programs]
+        # Each worker runs in a copy of this context: a traced run's spans are found there.
+        workers = [
+            threading.Thread(target=contextvars.copy_context().run, args=(program, i), daemon=True)
+            for i in programs
+        ]
         if direct:
-            workers.append(threading.Thread(target=rest, daemon=True))
+            context = contextvars.copy_context()
+            workers.append(threading.Thread(target=context.run, args=(rest,), daemon=True))
         for worker in workers:
             worker.start()
         for _ in range(len(calls)):

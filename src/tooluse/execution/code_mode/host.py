@@ -47,8 +47,10 @@ __all__ = [
     "ProgramHost",
     "ProgramRun",
     "check_program",
+    "done_calls",
     "final_answer_of",
     "program_calls",
+    "program_journal",
     "suspended_journal",
     "without_program_data",
 ]
@@ -59,7 +61,7 @@ CallRunner = Callable[[ToolCall], ToolResult]
 Policy = Callable[[ToolCall], "bool | None"]
 
 _MAX_LINE = 8 << 20  # one request line from the program, in bytes
-_CALLS_KEY, _JOURNAL_KEY, _FINAL_KEY = "program_calls", "program_journal", "final_answer"
+_JOURNAL_KEY, _WAITING_KEY, _FINAL_KEY = "program_journal", "program_waiting", "final_answer"
 
 
 def check_program(source: Any, settings: CodeMode) -> str | None:
@@ -88,16 +90,26 @@ def check_program(source: Any, settings: CodeMode) -> str | None:
 # -- what a program's result carries for the loop ---------------------------------------------
 
 
+def program_journal(result: ToolResult) -> ProgramJournal | None:
+    """The journal of the program that gave ``result`` (``None`` for any other result)."""
+    journal = result.metadata.get(_JOURNAL_KEY)
+    return journal if isinstance(journal, ProgramJournal) else None
+
+
 def program_calls(result: ToolResult) -> tuple[InnerCall, ...]:
-    """The calls a finished program made (each once, replayed ones included)."""
-    calls = result.metadata.get(_CALLS_KEY)
-    return tuple(calls) if isinstance(calls, tuple) else ()
+    """The calls a program made that have their result (replayed ones included)."""
+    journal = program_journal(result)
+    return done_calls(journal) if journal is not None else ()
+
+
+def done_calls(journal: ProgramJournal) -> tuple[InnerCall, ...]:
+    """The calls of ``journal`` that have their result."""
+    return tuple(c for c in journal.calls if c.status == "done" and c.result is not None)
 
 
 def suspended_journal(result: ToolResult) -> ProgramJournal | None:
     """The journal of a program that waits for decisions (its result is no answer yet)."""
-    journal = result.metadata.get(_JOURNAL_KEY)
-    return journal if isinstance(journal, ProgramJournal) else None
+    return program_journal(result) if result.metadata.get(_WAITING_KEY) else None
 
 
 def final_answer_of(result: ToolResult) -> str | None:
@@ -107,11 +119,12 @@ def final_answer_of(result: ToolResult) -> str | None:
 
 
 def without_program_data(result: ToolResult) -> ToolResult:
-    """``result`` without the calls it carries (they go to the trail, not into the history)."""
-    if _CALLS_KEY not in result.metadata:
+    """``result`` without its journal (kept in the run's state and trail, not the history)."""
+    journal = program_journal(result)
+    if journal is None:
         return result
-    metadata = {k: v for k, v in result.metadata.items() if k != _CALLS_KEY}
-    metadata["program_call_count"] = len(program_calls(result))
+    metadata = {k: v for k, v in result.metadata.items() if k != _JOURNAL_KEY}
+    metadata["calls"] = len(done_calls(journal))
     return dataclasses.replace(result, metadata=metadata)
 
 
@@ -176,11 +189,13 @@ class ProgramRun:
         self.settings = host.settings
         self.definitions = host.definitions
         self.answers_fd = -1
-        start = journal or ProgramJournal(program_id=program.id)
-        self.replay = Replay(start, dict(resolutions or {}))
-        self.state = _Served(journal=start, next_number=self.replay.next_number())
+        start = (journal or ProgramJournal(program_id=program.id)).resolved(resolutions or {})
+        self.replay = Replay(start)
+        self.state = _Served(journal=start, next_number=self.replay.next_number)
+        if resolutions and host.on_progress is not None:
+            host.on_progress(start)  # the decisions are kept from now on, whatever happens
         self.workers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="tooluse-program")
-        telemetry = sys.modules.get("tooluse.telemetry")
+        telemetry = sys.modules.get("tooluse.loop.telemetry")
         # Captured here, in the thread where the program's own span is current.
         self.trace = telemetry.program_calls(program.id) if telemetry is not None else None
 
@@ -321,40 +336,32 @@ class ProgramRun:
 
     def _replayed(self, seq: Any, known: InnerCall, definition: ToolDefinition) -> None:
         if known.status == "done" and known.result is not None:
-            self._send(seq, known.result)
-        elif known.status == "running":  # the process died while it ran
-            if definition.idempotent:
-                self._start(seq, known.call)
-            else:
-                self._record(
-                    known.finished(ToolResult.failure(known.call.id, known.call.name, INTERRUPTED))
-                )
-                self._send(seq, ToolResult.failure(known.call.id, known.call.name, INTERRUPTED))
-        else:  # it waited for a decision
-            decision = self.replay.resolutions.get(known.call.id)
-            if isinstance(decision, ToolResult):
-                self._record(known.finished(decision))
-                self._send(seq, decision, kind="denied")
-            elif isinstance(decision, ToolCall):
-                self._start(seq, dataclasses.replace(decision, id=known.call.id))
-            else:
-                self._wait_for_decision(known.call)
+            denied = known.result.is_error and known.result.output.startswith("error: denied")
+            self._send(seq, known.result, kind="denied" if denied else "error")
+        elif known.status == "approved" or (known.status == "running" and definition.idempotent):
+            self._start(seq, known)
+        elif known.status == "running":  # the process died while it ran, and it may not repeat
+            interrupted = ToolResult.failure(known.call.id, known.call.name, INTERRUPTED)
+            self._record(known.finished(interrupted))
+            self._send(seq, interrupted)
+        else:  # it still waits for a decision
+            self._wait_for_decision(known)
 
     def _decide(self, seq: Any, call: ToolCall, definition: ToolDefinition) -> None:
         approve = self.host.approve
         verdict = approve(call) if approve is not None else None
         if verdict is None and definition.requires_approval:
-            self._wait_for_decision(call)
+            self._wait_for_decision(InnerCall(call=call, status="pending"))
         elif verdict is None or verdict:
-            self._start(seq, call)
+            self._start(seq, InnerCall(call=call, status="running"))
         else:
             reason = "denied: the approval policy refused this call"
             denied = ToolResult.failure(call.id, call.name, reason)
             self._record(InnerCall(call=call, status="done", result=denied))
             self._send(seq, denied, kind="denied")
 
-    def _wait_for_decision(self, call: ToolCall) -> None:
-        self._record(InnerCall(call=call, status="pending"))
+    def _wait_for_decision(self, inner: InnerCall) -> None:
+        self._record(dataclasses.replace(inner, status="pending"))
         with self.state.lock:
             self.state.pending += 1
         self._maybe_suspend()
@@ -374,13 +381,15 @@ class ProgramRun:
         if ready:
             self.session.close()
 
-    def _start(self, seq: Any, call: ToolCall) -> None:
-        self._record(InnerCall(call=call, status="running"))
+    def _start(self, seq: Any, inner: InnerCall) -> None:
+        inner = dataclasses.replace(inner, status="running")
+        self._record(inner)  # written down before it runs: a crash now never repeats it
         with self.state.lock:
             self.state.running += 1
-        self.workers.submit(self._execute, seq, call)
+        self.workers.submit(self._execute, seq, inner)
 
-    def _execute(self, seq: Any, call: ToolCall) -> None:
+    def _execute(self, seq: Any, inner: InnerCall) -> None:
+        call = inner.effective
         try:
             span = (
                 self.trace.inner_call(call) if self.trace is not None else contextlib.nullcontext()
@@ -388,10 +397,10 @@ class ProgramRun:
             with span as traced:
                 result = self.host.run_call(call)
                 if traced is not None:
-                    traced.finished(result)
+                    traced.finished(call, result)
         except Exception as exc:  # the runner answers every call; this is its own failure
             result = ToolResult.failure(call.id, call.name, exc)
-        self._record(InnerCall(call=call, status="done", result=result))
+        self._record(inner.finished(result))
         self._send(seq, result)
         with self.state.lock:
             self.state.running -= 1
@@ -410,17 +419,17 @@ class ProgramRun:
     def _answer(self, outcome: SandboxResult, duration: float) -> ToolResult:
         state = self.state
         journal = state.journal
-        done = tuple(c for c in journal.calls if c.status == "done" and c.result is not None)
+        done = done_calls(journal)
         metadata: dict[str, Any] = {
             "duration": duration,
             "sandbox_duration": round(outcome.duration, 6),
             "isolation": list(outcome.isolation),
-            _CALLS_KEY: done,
+            _JOURNAL_KEY: journal,
         }
         if outcome.isolation_missing:
             metadata["isolation_missing"] = list(outcome.isolation_missing)
         if state.suspended and not state.broken:
-            metadata[_JOURNAL_KEY] = journal
+            metadata[_WAITING_KEY] = True
             text = f"waiting for a decision on {len(journal.pending)} call(s)"
             return ToolResult(
                 call_id=self.program.id,

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal, Union
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Union
 
 from tooluse.messages import ToolCall, ToolResult, call_key
 
@@ -33,7 +33,7 @@ INTERRUPTED = (
     "taken effect; it was not run again"
 )
 
-CallStatus = Literal["done", "running", "pending"]
+CallStatus = Literal["done", "running", "pending", "approved"]
 
 #: A decision on a waiting call: the call to run (approved, or edited) or its answer (denied).
 Resolution = Union[ToolCall, ToolResult]
@@ -41,15 +41,32 @@ Resolution = Union[ToolCall, ToolResult]
 
 @dataclass(frozen=True, kw_only=True)
 class InnerCall:
-    """One call a program made: ``done`` (with its result), ``running`` (started, no result
-    yet) or ``pending`` (waiting for a decision)."""
+    """One call a program made, as the program asked for it (``call``; a new run of the
+    program matches it by name and arguments): ``done`` (with its ``result``), ``running``
+    (started, no result yet), ``pending`` (waiting for a decision) or ``approved`` (decided,
+    not run yet). ``edited`` holds the arguments a person gave it instead of the program's."""
 
     call: ToolCall
     status: CallStatus = "done"
     result: ToolResult | None = None
+    edited: dict[str, Any] | None = None
+
+    @property
+    def effective(self) -> ToolCall:
+        """The call as it runs (with the edited arguments, if any)."""
+        if self.edited is None:
+            return self.call
+        return dataclasses.replace(self.call, arguments=dict(self.edited))
 
     def finished(self, result: ToolResult) -> InnerCall:
         return dataclasses.replace(self, status="done", result=result)
+
+    def resolved(self, resolution: Resolution) -> InnerCall:
+        """This waiting call with a decision: refused (done, with its answer) or approved."""
+        if isinstance(resolution, ToolResult):
+            return self.finished(resolution)
+        edited = None if resolution.arguments == self.call.arguments else resolution.arguments
+        return dataclasses.replace(self, status="approved", edited=edited)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,28 +93,33 @@ class ProgramJournal:
             calls.append(inner)
         return dataclasses.replace(self, calls=tuple(calls))
 
+    def resolved(self, resolutions: Mapping[str, Resolution]) -> ProgramJournal:
+        """This journal with decisions on its waiting calls (by call id)."""
+        calls = tuple(
+            c.resolved(resolutions[c.call.id])
+            if c.status == "pending" and c.call.id in resolutions
+            else c
+            for c in self.calls
+        )
+        return dataclasses.replace(self, calls=calls)
+
 
 def _key(call: ToolCall) -> str:
     return call_key(dataclasses.replace(call, raw_arguments=None))
 
 
-@dataclass
 class Replay:
-    """A journal being replayed by a new run of its program (thread-safe).
+    """A journal being replayed by a new run of its program (thread-safe): :meth:`claim`
+    hands out each entry once, matched by name and arguments in order among equal calls."""
 
-    :meth:`claim` hands out each journal entry once, matched by name and arguments in order;
-    ``resolutions`` decide the entries that waited (by call id).
-    """
-
-    journal: ProgramJournal
-    resolutions: Mapping[str, Resolution] = field(default_factory=dict)
-    _seen: dict[str, int] = field(default_factory=dict, init=False)
-    _by_key: dict[str, list[InnerCall]] = field(default_factory=dict, init=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
-
-    def __post_init__(self) -> None:
-        for inner in self.journal.calls:
+    def __init__(self, journal: ProgramJournal) -> None:
+        self._seen: dict[str, int] = {}
+        self._by_key: dict[str, list[InnerCall]] = {}
+        self._lock = threading.Lock()
+        for inner in journal.calls:
             self._by_key.setdefault(_key(inner.call), []).append(inner)
+        numbers = [_number(c.call.id) for c in journal.calls]
+        self.next_number = max(numbers, default=0) + 1
 
     def claim(self, call: ToolCall) -> InnerCall | None:
         """The journal entry a new call of the program stands for, if any."""
@@ -108,18 +130,7 @@ class Replay:
             known = self._by_key.get(key, [])
             return known[number] if number < len(known) else None
 
-    def next_number(self) -> int:
-        """A number above every journal call's (new calls are numbered from it)."""
-        numbers = [_number(c.call.id) for c in self.journal.calls]
-        return max(numbers, default=0) + 1
-
 
 def _number(call_id: str) -> int:
     tail = call_id.rsplit(".", 1)[-1]
     return int(tail) if tail.isdigit() else 0
-
-
-def resolved_calls(journal: ProgramJournal, decided: Sequence[str]) -> tuple[str, ...]:
-    """The ids among ``decided`` that wait in ``journal``."""
-    waiting = {c.id for c in journal.pending}
-    return tuple(i for i in decided if i in waiting)
