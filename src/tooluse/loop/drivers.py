@@ -229,7 +229,7 @@ class _Driving:
 
     def executed(
         self, step: Execute, results: Sequence[ToolResult], reported: Collection[int] = ()
-    ) -> list[ToolExecutionFinished]:
+    ) -> list[ToolExecutionStarted | ToolExecutionFinished]:
         """Keep a batch's results for the core; the finished events not yet ``reported``."""
         self._outcome = results
         return [
@@ -259,7 +259,9 @@ class _Driving:
             self.setup.executor.close()
 
 
-def finished_events(step: Execute, index: int, result: ToolResult) -> list[LoopEvent]:
+def finished_events(
+    step: Execute, index: int, result: ToolResult
+) -> list[ToolExecutionStarted | ToolExecutionFinished]:
     """The events of call ``index`` of ``step`` ending: the calls a program made (each
     started and finished), then the call's own finished event."""
     return [*inner_events(result, step.iteration), finished_event(step, index, result)]

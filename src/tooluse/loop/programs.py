@@ -26,7 +26,7 @@ from tooluse.execution.code_mode import (
     program_calls,
 )
 from tooluse.loop.run_state import Approve, Decision, Deny, Edit, RoundState
-from tooluse.loop.types import LoopEvent, ToolExecutionFinished, ToolExecutionStarted, TrailEntry
+from tooluse.loop.types import ToolExecutionFinished, ToolExecutionStarted, TrailEntry
 from tooluse.messages import ChatMessage, ToolCall, ToolResult
 
 __all__ = [
@@ -60,9 +60,11 @@ def inner_entries(journal: ProgramJournal, iteration: int) -> list[TrailEntry]:
     return entries
 
 
-def inner_events(result: ToolResult, iteration: int) -> list[LoopEvent]:
+def inner_events(
+    result: ToolResult, iteration: int
+) -> list[ToolExecutionStarted | ToolExecutionFinished]:
     """A started and a finished event for each call a program made."""
-    events: list[LoopEvent] = []
+    events: list[ToolExecutionStarted | ToolExecutionFinished] = []
     for inner in program_calls(result):
         answer = inner.result
         assert answer is not None
