@@ -34,7 +34,7 @@ from tooluse.execution.code_mode.host import (
     check_program,
 )
 from tooluse.execution.code_mode.journal import ProgramJournal, Resolution
-from tooluse.execution.code_mode.sandboxes import Spares
+from tooluse.execution.code_mode.sandboxes import spares_for
 from tooluse.execution.code_mode.settings import CodeMode, callable_directly, callable_from_code
 from tooluse.execution.code_mode.stubs import tool_stubs
 from tooluse.execution.sandbox.limits import describe_limits
@@ -103,7 +103,7 @@ class CodeModeExecutor(AbstractToolExecutor):
         self.approve = approve
         self.close_inner = close_inner
         self.on_progress: Callable[[ProgramJournal], None] | None = None
-        self._spares = Spares(self.settings)
+        self._spares = spares_for(self.settings)
         self._known: tuple[ToolDefinition, ...] | None = None
         self._definitions: tuple[ToolDefinition, ...] = ()
         self._code_tools: dict[str, ToolDefinition] = {}
@@ -329,7 +329,7 @@ class CodeModeExecutor(AbstractToolExecutor):
         return tuple(results[i] for i in range(len(calls)))
 
     def close(self) -> None:
-        self._spares.close()
+        # The ready interpreter is the process's, for the next run with these settings.
         if self.close_inner:
             self.inner.close()
 

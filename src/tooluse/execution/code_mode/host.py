@@ -25,6 +25,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from tooluse.execution.code_mode.journal import (
 )
 from tooluse.execution.code_mode.settings import CodeMode
 from tooluse.execution.sandbox.limits import SandboxResult
+from tooluse.execution.sandbox.process import SandboxIsolationWarning
 from tooluse.execution.sandbox.session import SandboxSession
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
@@ -208,6 +210,13 @@ class ProgramRun:
         if child is None or child.call_fd is None or child.answer_fd is None:
             raise RuntimeError("a program needs a started sandbox session with a channel")
         assert child.channel_fds is not None
+        if child.isolation_missing and self.settings.isolate:
+            warnings.warn(
+                "the program sandbox runs with less isolation than asked for: "
+                + "; ".join(child.isolation_missing),
+                SandboxIsolationWarning,
+                stacklevel=4,
+            )
         # Own copies: the session closes its ends when the child ends, and a number closed
         # under a thread still using it could be reused by any file opened meanwhile.
         calls, self.answers_fd = os.dup(child.call_fd), os.dup(child.answer_fd)

@@ -338,8 +338,11 @@ def launch(
     )
 
 
-def read_isolation(child: Child, limits: SandboxLimits, *, wait: float = 10.0) -> None:
-    """Read the child's isolation report (it ends when the child closes the status pipe)."""
+def read_isolation(
+    child: Child, limits: SandboxLimits, *, wait: float = 10.0, warn: bool = True
+) -> None:
+    """Read the child's isolation report (it ends when the child closes the status pipe);
+    with ``warn``, what is missing is a :class:`SandboxIsolationWarning`."""
     data = b""
     deadline = time.monotonic() + wait
     while True:
@@ -365,7 +368,7 @@ def read_isolation(child: Child, limits: SandboxLimits, *, wait: float = 10.0) -
         missing.append("report: the sandbox ended before reporting its isolation")
     child.isolation = tuple(enforced)
     child.isolation_missing = tuple(missing)
-    if missing and limits.isolate:
+    if missing and limits.isolate and warn:
         warnings.warn(
             "the python sandbox runs with less isolation than asked for: " + "; ".join(missing),
             SandboxIsolationWarning,

@@ -150,10 +150,12 @@ class SandboxSession:
         *,
         python_executable: str | None = None,
         channel: bool = False,
+        warn_isolation: bool = True,
     ) -> None:
         self.limits = limits or SandboxLimits()
         self.python_executable = python_executable
         self.with_channel = channel
+        self.warn_isolation = warn_isolation
         self.calls = 0
         self.starts = 0
         self._lock = threading.Lock()
@@ -191,7 +193,7 @@ class SandboxSession:
         )
         for stream in state.streams:
             stream.start()
-        read_isolation(child, self.limits)
+        read_isolation(child, self.limits, warn=self.warn_isolation)
         self.starts += 1
         return child
 
