@@ -263,8 +263,12 @@ def finished_events(
     step: Execute, index: int, result: ToolResult
 ) -> list[ToolExecutionStarted | ToolExecutionFinished]:
     """The events of call ``index`` of ``step`` ending: the calls a program made (each
-    started and finished), then the call's own finished event."""
-    return [*inner_events(result, step.iteration), finished_event(step, index, result)]
+    started and finished), then the call's own finished event (none for a program that waits
+    for decisions: it has not finished)."""
+    events = inner_events(result, step.iteration)
+    if suspended_journal(result) is None:
+        events.append(finished_event(step, index, result))
+    return events
 
 
 def _request(step: Generate) -> tuple[Any, ...]:

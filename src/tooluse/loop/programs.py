@@ -23,7 +23,7 @@ from tooluse.execution.code_mode import (
     Resolution,
     done_calls,
     final_answer_of,
-    program_calls,
+    new_calls,
 )
 from tooluse.loop.run_state import Approve, Decision, Deny, Edit, RoundState
 from tooluse.loop.types import ToolExecutionFinished, ToolExecutionStarted, TrailEntry
@@ -63,9 +63,10 @@ def inner_entries(journal: ProgramJournal, iteration: int) -> list[TrailEntry]:
 def inner_events(
     result: ToolResult, iteration: int
 ) -> list[ToolExecutionStarted | ToolExecutionFinished]:
-    """A started and a finished event for each call a program made."""
+    """A started and a finished event for each call a program made in this run of it (the
+    calls answered from an earlier run's journal were reported then)."""
     events: list[ToolExecutionStarted | ToolExecutionFinished] = []
-    for inner in program_calls(result):
+    for inner in new_calls(result):
         answer = inner.result
         assert answer is not None
         events.append(ToolExecutionStarted(call=inner.effective, iteration=iteration))

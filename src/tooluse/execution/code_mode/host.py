@@ -51,6 +51,7 @@ __all__ = [
     "check_program",
     "done_calls",
     "final_answer_of",
+    "new_calls",
     "program_calls",
     "program_journal",
     "suspended_journal",
@@ -64,6 +65,7 @@ Policy = Callable[[ToolCall], "bool | None"]
 
 _MAX_LINE = 8 << 20  # one request line from the program, in bytes
 _JOURNAL_KEY, _WAITING_KEY, _FINAL_KEY = "program_journal", "program_waiting", "final_answer"
+_REPLAYED_KEY = "program_replayed"
 
 
 def check_program(source: Any, settings: CodeMode) -> str | None:
@@ -107,6 +109,13 @@ def program_calls(result: ToolResult) -> tuple[InnerCall, ...]:
 def done_calls(journal: ProgramJournal) -> tuple[InnerCall, ...]:
     """The calls of ``journal`` that have their result."""
     return tuple(c for c in journal.calls if c.status == "done" and c.result is not None)
+
+
+def new_calls(result: ToolResult) -> tuple[InnerCall, ...]:
+    """The calls of a program's result that ran in this run of it (not answered from the
+    journal of an earlier run)."""
+    replayed = set(result.metadata.get(_REPLAYED_KEY) or ())
+    return tuple(c for c in program_calls(result) if c.call.id not in replayed)
 
 
 def suspended_journal(result: ToolResult) -> ProgramJournal | None:
@@ -191,6 +200,10 @@ class ProgramRun:
         self.settings = host.settings
         self.definitions = host.definitions
         self.answers_fd = -1
+        # Calls that ended in an earlier run of the program: answered from the journal now.
+        self.replayed = (
+            tuple(c.call.id for c in journal.calls if c.status == "done") if journal else ()
+        )
         start = (journal or ProgramJournal(program_id=program.id)).resolved(resolutions or {})
         self.replay = Replay(start)
         self.state = _Served(journal=start, next_number=self.replay.next_number)
@@ -434,6 +447,7 @@ class ProgramRun:
             "sandbox_duration": round(outcome.duration, 6),
             "isolation": list(outcome.isolation),
             _JOURNAL_KEY: journal,
+            _REPLAYED_KEY: list(self.replayed),
         }
         if outcome.isolation_missing:
             metadata["isolation_missing"] = list(outcome.isolation_missing)
