@@ -79,7 +79,7 @@ def _expenses(rng: random.Random) -> dict[str, list[dict[str, Any]]]:
                 "amount": round(rng.uniform(2, 58 if i % 3 else 70), 2),
                 "note": "receipt attached" if n % 2 else "approved by manager",
             }
-            for n in range(140)
+            for n in range(180)
         ]
         data[f"e{i:02d}"] = items
     return data
@@ -91,7 +91,7 @@ def _logs(rng: random.Random) -> dict[str, str]:
         f"svc{i:02d}": "\n".join(
             f"2026-03-{1 + n % 28:02d}T12:{n % 60:02d}:00 {rng.choice(levels)} svc{i:02d} "
             f"request {n} handled in {rng.randint(1, 900)} ms for user u{rng.randint(1, 999)}"
-            for n in range(220)
+            for n in range(250)
         )
         for i in range(FANOUT)
     }
@@ -101,8 +101,13 @@ def _stock(rng: random.Random) -> dict[str, list[dict[str, Any]]]:
     skus = [f"{c}-{n}" for c in "ABCDEFG" for n in range(100, 130)]
     return {
         f"w{i:02d}": [
-            {"sku": sku, "quantity": rng.randint(0, 500), "aisle": rng.randint(1, 40), "bin": "x"}
-            for sku in rng.sample(skus, 180)
+            {
+                "sku": sku,
+                "name": f"item {sku}, standard pack",
+                "quantity": rng.randint(0, 500),
+                "aisle": rng.randint(1, 40),
+            }
+            for sku in rng.sample(skus, len(skus))
         ]
         for i in range(FANOUT)
     }
@@ -237,7 +242,14 @@ def fanout(tokens: Tokens) -> dict[str, Any]:
     direct_total = code_total = 0
     for task in fanout_tasks():
         direct = DirectModel(task)
-        direct_run = tooluse.run(direct, task.name, tools=[task.tool], max_tool_iters=FANOUT + 1)
+        # The direct model reads every result whole (no cut), as it must to answer right.
+        direct_run = tooluse.run(
+            direct,
+            task.name,
+            tools=[task.tool],
+            max_tool_iters=FANOUT + 1,
+            max_output_chars=1_000_000,
+        )
         code = CodeModel(task.program.format(keys=task.keys))
         code_run = tooluse.run(code, task.name, tools=[task.tool], code_mode=SETTINGS)
         direct_tokens = sum(tokens.of_request(r) for r in direct.requests)

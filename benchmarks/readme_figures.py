@@ -25,6 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module below
 from readme_evals import (  # noqa: E402 - after the path it is found on
     render_bfcl,
+    rows_code_mode,
     render_grounding,
     render_tool_search,
     render_train,
@@ -537,6 +538,7 @@ TABLE: dict[str, Callable[[Results], list[str]]] = {
     "providers": rows_providers,
     "mcp": rows_mcp,
     "sandbox": rows_sandbox,
+    "code_mode": rows_code_mode,
     "local": rows_local,
     "kv_snapshots": rows_kv_snapshots,
     "serve": rows_serve,

@@ -243,13 +243,29 @@ class ProgramRun:
         }
         try:
             outcome = self.session.run(f"_tooluse_main({config!r})")
-        finally:
-            self.session.close()  # the program's interpreter ends with it, whatever happened
-            reader.join(timeout=10.0)
+        except BaseException:
+            self._shut(reader, calls)
+            raise
+        if outcome.metadata.get("session_reset") is not False:  # stopped: read all it sent
+            self._shut(reader, calls)
+            return self._answer(outcome, time.perf_counter() - started)
+        # It ended by itself: its last word (sent before the session's reply) is read at once,
+        # and the interpreter is stopped in the background, off the answer's path.
+        try:
+            with self.state.lock:
+                self.state.idle.wait_for(lambda: bool(self.state.end), timeout=2.0)
             self._settle()
-            os.close(calls)
-            os.close(self.answers_fd)
-        return self._answer(outcome, time.perf_counter() - started)
+            return self._answer(outcome, time.perf_counter() - started)
+        finally:
+            threading.Thread(target=self._shut, args=(reader, calls), daemon=True).start()
+
+    def _shut(self, reader: threading.Thread, calls: int) -> None:
+        """Stop the program's interpreter, and close the channel once nobody uses it."""
+        self.session.close()
+        reader.join(timeout=10.0)
+        self._settle()
+        os.close(calls)
+        os.close(self.answers_fd)
 
     def cancel(self) -> None:
         """Stop the program (its result says it was cancelled)."""
@@ -298,6 +314,7 @@ class ProgramRun:
         elif op == "end":
             with self.state.lock:
                 self.state.end = message
+                self.state.idle.notify_all()
 
     def _stop(self, why: str) -> None:
         with self.state.lock:

@@ -79,7 +79,8 @@ class ToolStub:
                 doc.append(f"    {p.name}: {' '.join(what.split())}")
         if doc:
             body = "\n".join(doc).replace('"""', "'''")
-            lines.append('    """' + body.replace("\n", "\n    ") + '\n    """')
+            indented = "\n".join(f"    {line}" if line else "" for line in body.split("\n"))
+            lines.append('    """' + indented.removeprefix("    ") + '\n    """')
         else:
             lines.append("    ...")
         return "\n".join(lines)
