@@ -328,8 +328,7 @@ def rows_code_mode(r: Any) -> list[str]:
         ),
         _row(
             source,
-            f"BFCL `multi_turn_base` ground truth replayed, {bfcl['entries']} entries: "
-            "model turns",
+            f"BFCL `multi_turn_base` ground truth replayed, {bfcl['entries']} entries: model turns",
             f"one program per user turn: {bfcl['code_model_turns']:,}",
             f"one call per turn: {bfcl['direct_model_turns']:,}",
             f"{bfcl['turn_reduction']:.0%} fewer (same BFCL checks: "

@@ -25,10 +25,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module below
 from readme_evals import (  # noqa: E402 - after the path it is found on
     render_bfcl,
-    rows_code_mode,
     render_grounding,
     render_tool_search,
     render_train,
+    rows_code_mode,
     rows_kv_snapshots,
     rows_tool_search,
     rows_train_speed,

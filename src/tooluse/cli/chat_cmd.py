@@ -38,6 +38,7 @@ class TurnPrinter:
     def __call__(self, event: Any) -> None:
         from tooluse.events import TextDelta
         from tooluse.loop import ModelTurnFinished, ToolExecutionFinished, ToolExecutionStarted
+        from tooluse.loop.types import ProgramFinished, ProgramStarted
 
         if isinstance(event, TextDelta) and event.text:
             if not self._open_line:
@@ -47,29 +48,39 @@ class TurnPrinter:
             self.streamed += event.text
         elif isinstance(event, ModelTurnFinished):
             self.end_line()
+        elif isinstance(event, ProgramStarted):
+            self.end_line()
+            self.program(event.program_id, event.code, event.runner)
+        elif isinstance(event, ProgramFinished) and event.runner != "tooluse":
+            self.show_result(event.output, event.is_error, f"← {event.runner}'s program", "  ")
         elif isinstance(event, ToolExecutionStarted):
             self.end_line()
             self.started(event.call)
         elif isinstance(event, ToolExecutionFinished):
-            style = "red" if event.result.is_error else "green"
-            output = event.result.output
-            short = output if len(output) <= 200 else output[:197] + "..."
             indent = "    " if event.call.caller else "  "
-            self.console.print(f"{indent}[{style}]← result[/] ", end="")
-            self.console.print(short, markup=False, highlight=False)
+            self.show_result(event.result.output, event.result.is_error, "← result", indent)
+
+    def show_result(self, output: str, failed: bool, label: str, indent: str) -> None:
+        style = "red" if failed else "green"
+        short = output if len(output) <= 200 else output[:197] + "..."
+        self.console.print(f"{indent}[{style}]{label}[/] ", end="")
+        self.console.print(short, markup=False, highlight=False)
+
+    def program(self, program_id: str, code: str, runner: str) -> None:
+        """A program starts (tooluse's or the provider's): shown whole the first time."""
+        where = "" if runner == "tooluse" else f" (run by {runner})"
+        if program_id in self.programs:  # resumed after a decision
+            self.console.print(f"  [cyan]→ program[/]{where} goes on")
+            return
+        self.programs.add(program_id)
+        self.console.print(f"  [cyan]→ program[/]{where}", markup=True)
+        for line in code.strip("\n").splitlines():
+            self.console.print(f"    [dim]{line}[/]", markup=True, highlight=False)
 
     def started(self, call: Any) -> None:
-        """A call starts: a program is shown whole; a call a program made, indented under it."""
-        code = call.arguments.get("code") if call.name == self.program_tool else None
-        if isinstance(code, str) and call.id in self.programs:  # resumed after a decision
-            self.console.print("  [cyan]→ program[/] (goes on)")
-            return
-        if isinstance(code, str):
-            self.programs.add(call.id)
-            self.console.print("  [cyan]→ program[/]")
-            for line in code.strip("\n").splitlines():
-                self.console.print(f"    [dim]{line}[/]", markup=True, highlight=False)
-            return
+        """A call starts; a call a program made is indented under the program."""
+        if call.name == self.program_tool:
+            return  # the program was shown as it started
         args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
         if call.caller:
             self.console.print(f"    [cyan]↳ call[/] {call.name}({args})", markup=True)

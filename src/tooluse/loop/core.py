@@ -32,6 +32,8 @@ from tooluse.execution.code_mode import (
 from tooluse.loop.programs import (
     answer_message,
     inner_entries,
+    program_started,
+    provider_programs,
     resume_program,
     running_programs,
 )
@@ -256,6 +258,8 @@ class _Run:
         self.usage = Usage()
         self.choice = setup.tool_choice
         self.iteration = 0
+        # Rounds of calls made by the provider's programs alone: not counted by max_tool_iters.
+        self.relayed = 0
         self.discovered: list[str] = []
         if state is not None:
             self.discovered = list(state.discovered)
@@ -266,6 +270,7 @@ class _Run:
             self.usage = state.usage
             self.choice = state.tool_choice
             self.iteration = state.iteration
+            self.relayed = state.relayed_rounds
             if state.round is not None:
                 self.used_ids |= {c.id for c in state.round.calls}
 
@@ -286,6 +291,7 @@ class _Run:
             trail=tuple(t.to_dict() for t in self.trail),
             round=round_state,
             discovered=tuple(self.discovered),
+            relayed_rounds=self.relayed,
         )
 
     def finish(
@@ -503,6 +509,9 @@ def _play_round(
         if run.setup.checkpoint_path is not None:
             yield Checkpoint(state=run.snapshot(plan.state(calls, running=True)))
         for call in plan.to_run:
+            started = program_started(run.setup.executor, call, run.iteration)
+            if started is not None:
+                yield started
             yield ToolExecutionStarted(call=call, iteration=run.iteration)
         executed: Sequence[ToolResult] = yield Execute(
             calls=tuple(plan.to_run), iteration=run.iteration
@@ -532,7 +541,7 @@ def loop_steps(
             return run.finish(StopReason.CANCELLED)
         if setup.checkpoint_path is not None:
             yield Checkpoint(state=run.snapshot())
-        at_limit = run.iteration >= setup.max_tool_iters
+        at_limit = run.iteration - run.relayed >= setup.max_tool_iters
         try:
             generated: GenerationResult = yield run.request(at_limit)
         except Exception as exc:
@@ -542,6 +551,7 @@ def loop_steps(
             raise
         message = run.take_turn(generated)
         yield ModelTurnFinished(message=message, usage=generated.usage, iteration=run.iteration)
+        yield from provider_programs(generated, run.iteration)
         calls = message.tool_calls
         if not calls:
             if generated.parse_errors and not at_limit:
@@ -552,6 +562,8 @@ def loop_steps(
         if at_limit:
             return run.stop_at_limit(calls)
         run.iteration += 1
+        if all(call.caller for call in calls):  # a provider's program asked; the model did not
+            run.relayed += 1
         ended = yield from _play_round(run, calls, run.plan_round(calls))
         if ended is not None:
             return ended
@@ -585,4 +597,5 @@ def _trail_entry(call: ToolCall, result: ToolResult, iteration: int) -> TrailEnt
         is_error=result.is_error,
         duration=float(result.metadata.get("duration", 0.0)),
         iteration=iteration,
+        caller=call.caller or "",  # a call a provider's program made
     )

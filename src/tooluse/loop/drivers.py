@@ -46,7 +46,7 @@ from tooluse.execution.code_mode import (
     without_program_data,
 )
 from tooluse.loop.core import LoopSetup, Resumption, finished_event, loop_steps
-from tooluse.loop.programs import inner_events
+from tooluse.loop.programs import inner_events, program_finished
 from tooluse.loop.run_log import log_requested
 from tooluse.loop.run_state import RunState
 from tooluse.loop.setup import (
@@ -229,7 +229,7 @@ class _Driving:
 
     def executed(
         self, step: Execute, results: Sequence[ToolResult], reported: Collection[int] = ()
-    ) -> list[ToolExecutionStarted | ToolExecutionFinished]:
+    ) -> list[LoopEvent]:
         """Keep a batch's results for the core; the finished events not yet ``reported``."""
         self._outcome = results
         return [
@@ -259,15 +259,16 @@ class _Driving:
             self.setup.executor.close()
 
 
-def finished_events(
-    step: Execute, index: int, result: ToolResult
-) -> list[ToolExecutionStarted | ToolExecutionFinished]:
+def finished_events(step: Execute, index: int, result: ToolResult) -> list[LoopEvent]:
     """The events of call ``index`` of ``step`` ending: the calls a program made (each
     started and finished), then the call's own finished event (none for a program that waits
     for decisions: it has not finished)."""
-    events = inner_events(result, step.iteration)
+    events: list[Any] = list(inner_events(result, step.iteration))
     if suspended_journal(result) is None:
         events.append(finished_event(step, index, result))
+    ended = program_finished(step.calls[index], result, step.iteration)
+    if ended is not None:
+        events.append(ended)
     return events
 
 

@@ -24,13 +24,25 @@ from tooluse.execution.code_mode import (
     done_calls,
     final_answer_of,
     new_calls,
+    program_journal,
+    suspended_journal,
 )
 from tooluse.loop.run_state import Approve, Decision, Deny, Edit, RoundState
-from tooluse.loop.types import ToolExecutionFinished, ToolExecutionStarted, TrailEntry
+from tooluse.loop.types import (
+    ProgramFinished,
+    ProgramStarted,
+    ToolExecutionFinished,
+    ToolExecutionStarted,
+    TrailEntry,
+)
 from tooluse.messages import ChatMessage, ToolCall, ToolResult
+from tooluse.providers.base import GenerationResult
 
 __all__ = [
     "answer_message",
+    "program_finished",
+    "program_started",
+    "provider_programs",
     "inner_entries",
     "inner_events",
     "resume_program",
@@ -78,6 +90,63 @@ def inner_events(
                 duration=float(answer.metadata.get("duration", 0.0)),
             )
         )
+    return events
+
+
+def program_started(
+    executor: AbstractToolExecutor, call: ToolCall, iteration: int
+) -> ProgramStarted | None:
+    """The event of a program of tooluse's starting (``None`` for any other call)."""
+    if not isinstance(executor, CodeModeExecutor) or call.name != executor.settings.tool_name:
+        return None
+    code = call.arguments.get("code")
+    return ProgramStarted(
+        program_id=call.id,
+        code=code if isinstance(code, str) else "",
+        runner="tooluse",
+        iteration=iteration,
+    )
+
+
+def program_finished(call: ToolCall, result: ToolResult, iteration: int) -> ProgramFinished | None:
+    """The event of a program of tooluse's ending (``None`` for any other result, and for a
+    program that waits for decisions)."""
+    if program_journal(result) is None or suspended_journal(result) is not None:
+        return None
+    return ProgramFinished(
+        program_id=call.id,
+        output=result.output,
+        is_error=result.is_error,
+        runner="tooluse",
+        iteration=iteration,
+    )
+
+
+def provider_programs(
+    generated: GenerationResult, iteration: int
+) -> list[ProgramStarted | ProgramFinished]:
+    """The events of the programs the provider started or ended in a model turn."""
+    events: list[ProgramStarted | ProgramFinished] = []
+    for program in generated.programs:
+        if program.code is not None:
+            events.append(
+                ProgramStarted(
+                    program_id=program.id,
+                    code=program.code,
+                    runner=program.runner,
+                    iteration=iteration,
+                )
+            )
+        if program.output is not None:
+            events.append(
+                ProgramFinished(
+                    program_id=program.id,
+                    output=program.output,
+                    is_error=program.is_error,
+                    runner=program.runner,
+                    iteration=iteration,
+                )
+            )
     return events
 
 

@@ -131,6 +131,8 @@ class RunState:
     round: RoundState | None = None
     #: The tools a ``ToolSearch`` found so far (offered from the next request on).
     discovered: tuple[str, ...] = ()
+    #: Rounds made only of calls a provider's program asked for (not counted as tool rounds).
+    relayed_rounds: int = 0
     #: Set once the run has ended (the value of its ``StopReason``); resuming it changes nothing.
     stop_reason: str | None = None
     output: Any = None
@@ -298,6 +300,7 @@ def _state_to_data(state: RunState) -> dict[str, Any]:
         "trail": list(state.trail),
         "round": _round_to_data(state.round),
         "discovered": list(state.discovered),
+        "relayed_rounds": state.relayed_rounds,
         "stop_reason": state.stop_reason,
         "output": state.output,
     }
@@ -315,6 +318,7 @@ def _state_from_data(data: Mapping[str, Any]) -> RunState:
         trail=tuple(dict(t) for t in data.get("trail") or ()),
         round=_round_from_data(data.get("round")),
         discovered=tuple(data.get("discovered") or ()),
+        relayed_rounds=int(data.get("relayed_rounds", 0)),
         stop_reason=data.get("stop_reason"),
         output=data.get("output"),
         version=str(data["version"]),

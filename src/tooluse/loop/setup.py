@@ -184,6 +184,7 @@ def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-on
         )
     mode = choose_mode(backend, bool(names), tool_call_parser)
     params, tool_search = _with_native_search(backend, mode, tool_search, params, names)
+    params = _with_provider_programs(backend, mode, code_mode, params)
     if mode == "none":
         logger.warning(
             "%d tools given but backend %s does not support function calling and no "
@@ -221,11 +222,13 @@ def _with_code_mode(
 ) -> AbstractToolExecutor:
     """The executor, behind the program tool in code mode; without code mode a tool only
     programs may call is refused (nothing could call it)."""
+    if code_mode is not False and not isinstance(code_mode, CodeMode) and code_mode is not True:
+        raise TypeError(f"code_mode is True, False or a CodeMode, not {code_mode!r}")
+    if isinstance(code_mode, CodeMode) and code_mode.provider:
+        return executor  # the provider runs the programs; their calls come as calls
     if isinstance(code_mode, CodeMode) or code_mode is True:
         settings = code_mode if isinstance(code_mode, CodeMode) else CodeMode()
         return CodeModeExecutor(executor, settings, approve=approve, close_inner=owns_executor)
-    if code_mode is not False:
-        raise TypeError(f"code_mode is True, False or a CodeMode, not {code_mode!r}")
     only_code = sorted(
         d.name for d in executor.definitions if d.callers is not None and "direct" not in d.callers
     )
@@ -235,6 +238,22 @@ def _with_code_mode(
             "pass code_mode=True"
         )
     return executor
+
+
+def _with_provider_programs(
+    backend: Backend, mode: ToolMode, code_mode: bool | CodeMode, params: SamplingParams | None
+) -> SamplingParams | None:
+    """The run's params with ``code_execution`` on for ``CodeMode(provider=True)``; a backend
+    without code execution of its own is refused."""
+    if not (isinstance(code_mode, CodeMode) and code_mode.provider):
+        return params
+    capabilities = getattr(backend, "capabilities", None)
+    if mode != "native" or not getattr(capabilities, "supports_code_execution", False):
+        raise ValueError(
+            f"{backend_label(backend)} runs no programs of its own (supports_code_execution is "
+            "off); use code_mode=True to run them in tooluse's sandbox"
+        )
+    return dataclasses.replace(params or SamplingParams(), code_execution=True)
 
 
 def _with_native_search(

@@ -23,6 +23,8 @@ __all__ = [
     "Generate",
     "LoopEvent",
     "ModelTurnFinished",
+    "ProgramFinished",
+    "ProgramStarted",
     "RunFinished",
     "RunResult",
     "Step",
@@ -273,6 +275,30 @@ class ToolExecutionFinished:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ProgramStarted:
+    """A program the model wrote starts: run by tooluse (``runner="tooluse"``; ``program_id``
+    is the program call's id) or by the provider (``runner`` names it). The calls it makes are
+    reported as ``ToolExecutionStarted`` / ``ToolExecutionFinished`` whose ``call.caller`` is
+    ``program_id``."""
+
+    program_id: str
+    code: str
+    runner: str
+    iteration: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProgramFinished:
+    """A program ended with ``output`` (what it printed and returned, or its error)."""
+
+    program_id: str
+    output: str
+    is_error: bool
+    runner: str
+    iteration: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class ApprovalRequested:
     """The run stops: ``calls`` wait for a decision; continue with ``tooluse.resume``."""
 
@@ -290,6 +316,8 @@ LoopEvent = Union[
     ModelTurnFinished,
     ToolExecutionStarted,
     ToolExecutionFinished,
+    ProgramStarted,
+    ProgramFinished,
     ApprovalRequested,
     RunFinished,
 ]

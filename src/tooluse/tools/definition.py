@@ -208,6 +208,13 @@ class ToolDefinition:
     def __hash__(self) -> int:  # the schema dicts are unhashable; equal tools share these
         return hash((self.name, self.description, self.is_terminal))
 
+    def code_mode_callers(self) -> tuple[str, ...]:
+        """Who may call this tool in code mode: ``callers``, else programs (``("code",)``),
+        except a terminal tool, which the model calls itself (``("direct",)``)."""
+        if self.callers is not None:
+            return self.callers
+        return ("direct",) if self.is_terminal else ("code",)
+
     # ---------------------------------------------------------------- construction
 
     @classmethod

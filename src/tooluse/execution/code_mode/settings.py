@@ -27,6 +27,11 @@ class CodeMode:
     - ``prestart``: keep one interpreter started ahead (isolated, the runtime loaded), so a
       program does not wait for a sandbox to start.
     - ``isolate=False`` runs without namespaces (limits only; see the sandbox's documentation).
+    - ``provider=True``: the provider runs the programs (its own code mode: Claude's
+      programmatic tool calling, OpenAI Responses'), for a backend that
+      ``supports_code_execution``; each call a program makes comes back to the loop as a call
+      whose ``caller`` names the program, and runs as any call does (the limits above are the
+      provider's then).
     """
 
     tool_name: str = "run_python"
@@ -38,6 +43,7 @@ class CodeMode:
     final_answer: bool = True
     prestart: bool = True
     isolate: bool = True
+    provider: bool = False
 
     def __post_init__(self) -> None:
         check_tool_name(self.tool_name)
@@ -60,13 +66,9 @@ class CodeMode:
 
 def callable_from_code(definition: ToolDefinition) -> bool:
     """Whether programs may call ``definition`` (terminal tools are direct unless told)."""
-    if definition.callers is None:
-        return not definition.is_terminal
-    return "code" in definition.callers
+    return "code" in definition.code_mode_callers()
 
 
 def callable_directly(definition: ToolDefinition) -> bool:
     """Whether the model may call ``definition`` itself in code mode."""
-    if definition.callers is None:
-        return definition.is_terminal
-    return "direct" in definition.callers
+    return "direct" in definition.code_mode_callers()
