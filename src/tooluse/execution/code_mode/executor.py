@@ -77,7 +77,7 @@ def program_tool(settings: CodeMode, tools: Sequence[ToolDefinition]) -> ToolDef
         ),
         idempotent=True,  # the sandbox keeps nothing, and its calls are journaled
         callers=("direct",),
-        metadata={"code_mode": settings},
+        metadata={"code_mode": settings, "code_tools": tuple(tools)},
     )
 
 

@@ -16,7 +16,7 @@ import builtins
 import keyword
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tooluse.tools.definition import ToolDefinition
@@ -37,6 +37,7 @@ class _Parameter:
     default: str  # Python source of the default ("None" when the schema gives none)
     nullable: bool
     description: str
+    schema: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,6 +170,7 @@ def _parameter(name: str, schema: Mapping[str, Any], required: bool) -> _Paramet
         default=default,
         nullable=nullable,
         description=str(schema.get("description") or ""),
+        schema=dict(schema),
     )
 
 
