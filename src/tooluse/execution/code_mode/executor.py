@@ -225,20 +225,22 @@ class CodeModeExecutor(AbstractToolExecutor):
         self, calls: Sequence[ToolCall], *, cancel: CancellationToken | None = None
     ) -> Iterator[tuple[int, ToolResult]]:
         """Programs in their own threads and the direct calls as one batch of the wrapped
-        executor, all at once; ``(index, result)`` as each call ends."""
+        executor, all at once; ``(index, result)`` as each call ends. A consumer that stops
+        early (Ctrl-C, a closed iterator) stops the programs still running."""
         programs = [i for i, c in enumerate(calls) if self._is_program(c)]
         direct = [i for i, c in enumerate(calls) if not self._is_program(c)]
         ended: queue.Queue[tuple[int, ToolResult] | BaseException] = queue.Queue()
+        stop = _linked(cancel)
 
         def program(index: int) -> None:
             try:
-                ended.put((index, self.run_program(calls[index], self.inner.execute, cancel)))
+                ended.put((index, self.run_program(calls[index], self.inner.execute, stop)))
             except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread
                 ended.put(exc)
 
         def rest() -> None:
             try:
-                for position, result in self._direct_batch([calls[i] for i in direct], cancel):
+                for position, result in self._direct_batch([calls[i] for i in direct], stop):
                     ended.put((direct[position], result))
             except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread
                 ended.put(exc)
@@ -253,11 +255,16 @@ class CodeModeExecutor(AbstractToolExecutor):
             workers.append(threading.Thread(target=context.run, args=(rest,), daemon=True))
         for worker in workers:
             worker.start()
-        for _ in range(len(calls)):
-            item = ended.get()
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+        received = 0
+        try:
+            while received < len(calls):
+                item = ended.get()
+                if isinstance(item, BaseException):
+                    raise item
+                received += 1
+                yield item
+        finally:
+            _unlink(cancel, stop, done=received == len(calls))
 
     def _direct_batch(
         self, calls: Sequence[ToolCall], cancel: CancellationToken | None
@@ -283,9 +290,10 @@ class CodeModeExecutor(AbstractToolExecutor):
         this event loop, the direct calls as one async batch of the wrapped executor."""
         ended: asyncio.Queue[tuple[int, ToolResult]] = asyncio.Queue()
         runner = _on_loop(self.inner)
+        stop = _linked(cancel)
 
         async def program(index: int) -> None:
-            result = await asyncio.to_thread(self.run_program, calls[index], runner, cancel)
+            result = await asyncio.to_thread(self.run_program, calls[index], runner, stop)
             await ended.put((index, result))
 
         async def rest(indices: list[int]) -> None:
@@ -306,16 +314,19 @@ class CodeModeExecutor(AbstractToolExecutor):
         direct = [i for i, c in enumerate(calls) if not self._is_program(c)]
         if direct:
             tasks.append(asyncio.ensure_future(rest(direct)))
+        received = 0
         try:
-            for _ in range(len(calls)):
+            while received < len(calls):
                 getter = asyncio.ensure_future(ended.get())
                 done, _ = await asyncio.wait([getter, *tasks], return_when=asyncio.FIRST_COMPLETED)
                 for task in tasks:
                     if task in done and task.exception() is not None:
                         getter.cancel()
                         raise task.exception()  # type: ignore[misc]
+                received += 1
                 yield await getter
         finally:
+            _unlink(cancel, stop, done=received == len(calls))
             for task in tasks:
                 task.cancel()
 
@@ -332,6 +343,21 @@ class CodeModeExecutor(AbstractToolExecutor):
         # The ready interpreter is the process's, for the next run with these settings.
         if self.close_inner:
             self.inner.close()
+
+
+def _linked(cancel: CancellationToken | None) -> CancellationToken:
+    """A batch's own token, fired with the run's (and when the batch is left early)."""
+    stop = CancellationToken()
+    if cancel is not None:
+        cancel.add_callback(stop.cancel)
+    return stop
+
+
+def _unlink(cancel: CancellationToken | None, stop: CancellationToken, *, done: bool) -> None:
+    if cancel is not None:
+        cancel.remove_callback(stop.cancel)
+    if not done:  # left early: the programs still running are stopped
+        stop.cancel()
 
 
 def _on_loop(inner: AbstractToolExecutor) -> CallRunner:
