@@ -39,7 +39,14 @@ if TYPE_CHECKING:
     from typing import Any
 
     # Defined at run time by child_tree.py, whose source comes first in the program.
-    from tooluse.execution.sandbox.child_tree import _close, _contain, _init, _replies, _supervise
+    from tooluse.execution.sandbox.child_tree import (
+        _close,
+        _contain,
+        _init,
+        _pipes,
+        _replies,
+        _supervise,
+    )
 
 NOBODY = 65534
 WORKDIR = "/sandbox"
