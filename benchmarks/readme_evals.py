@@ -303,3 +303,55 @@ def render_grounding(r: Any) -> str:
         "and simple_python verdicts as computed from the run without it.",
     ]
     return "\n".join(lines)
+
+
+def rows_code_mode(r: Any) -> list[str]:
+    """Code mode against direct calls (``bench_code_mode.py``)."""
+    f = r.figures("code_mode")
+    fan, bfcl, over, sec = f["fanout"], f["bfcl_multi_turn"], f["overhead"], f["security"]
+    tasks = list(fan["tasks"].values())
+    direct_tokens = sum(t["direct_tokens_read"] for t in tasks)
+    code_tokens = sum(t["code_tokens_read"] for t in tasks)
+    right = sum(t["code_answer_right"] and t["direct_answer_right"] for t in tasks)
+    turns = (tasks[0]["direct_turns"], tasks[0]["code_turns"])
+    source = "code_mode"
+    return [
+        _row(
+            source,
+            f"fan-out: {len(tasks)} tasks of {fan['calls_per_task']} calls returning "
+            f"{min(t['result_kb_per_call'] for t in tasks):.0f}-"
+            f"{max(t['result_kb_per_call'] for t in tasks):.0f} KB each, answered by a filter "
+            "or a sum (scripted model): tokens the model reads",
+            f"code mode: {code_tokens:,} tokens, {turns[1]} model turns per task",
+            f"one call per turn: {direct_tokens:,} tokens, {turns[0]} turns",
+            f"{fan['tokens_ratio_all']:.3f}x ({right}/{len(tasks)} answers right both ways)",
+        ),
+        _row(
+            source,
+            f"BFCL `multi_turn_base` ground truth replayed, {bfcl['entries']} entries: model turns",
+            f"one program per user turn: {bfcl['code_model_turns']:,}",
+            f"one call per turn: {bfcl['direct_model_turns']:,}",
+            f"{bfcl['turn_reduction']:.0%} fewer (same BFCL checks: "
+            f"{bfcl['same_turn_checks']}/{bfcl['entries']})",
+        ),
+        _row(
+            source,
+            "a tool call from a program to the host and back (p50)",
+            f"{over['inner_call_ms_p50']:.2f} ms",
+            f"a program's interpreter starting (p50): {over['sandbox_start_ms_p50']:.0f} ms",
+        ),
+        _row(
+            source,
+            "a one-call program, end to end (scripted model, interpreter started ahead)",
+            f"{over['program_one_call_run_ms_p50']:.1f} ms",
+            f"one direct call: {over['direct_one_call_run_ms_p50']:.1f} ms",
+            f"+{over['program_minus_direct_ms']:.1f} ms",
+        ),
+        _row(
+            source,
+            f"escape corpus: {sec['cases']} programs (processes, ctypes, dunder chains, host "
+            "secrets, network, memory, CPU, output, 10,000 calls, the channel)",
+            f"{sec['passed']}/{sec['cases']} contained or refused, the run went on: "
+            f"{'yes' if sec['run_went_on'] else 'no'}",
+        ),
+    ]

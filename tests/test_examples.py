@@ -141,3 +141,18 @@ def test_production_runs_example():
     assert "refunded 41.50 on A-17" in out
     assert "checkpoint: final_text" in out
     assert "fallback: Hello from the spare. cost $0.0004" in out
+
+
+def test_code_mode_example():
+    out = run_example("code_mode.py")
+    assert "the model sees: run_python with 2 stubs" in out
+    assert "async def weekly_sales(store: str) -> dict:" in out
+    assert (
+        "stopped: approval_required waiting: set_discount {'store': 'store-00', 'percent': 10}"
+        in out
+    )
+    assert "store calls so far: 20" in out
+    assert "2 of 20 stores under target: ['store-00', 'store-18'] | store-00: 10% off" in out
+    assert "store calls in all: 20 (none repeated on resume)" in out
+    assert "trail: 21 calls made by the program, then run_python" in out
+    assert "(2 model turns)" in out

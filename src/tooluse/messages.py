@@ -86,6 +86,9 @@ class ToolCall:
     state: ProviderState | None = field(default=None, compare=False, repr=False)
     # True when the provider sent no id and tooluse minted one; never echoed back to that provider.
     synthetic_id: bool = field(default=False, compare=False)
+    #: The program that made this call (code mode: the id of the model's program, tooluse's own
+    #: or a provider's); ``None`` for a call the model made itself.
+    caller: str | None = None
 
     def arguments_json(self) -> str:
         """The arguments as compact JSON text (the raw text when it could not be decoded)."""

@@ -28,14 +28,17 @@ STOP_REASONS = {
 class TurnPrinter:
     """Prints one turn's loop events as they come: streamed text, calls and their results."""
 
-    def __init__(self, console: Any) -> None:
+    def __init__(self, console: Any, program_tool: str | None = None) -> None:
         self.console = console
+        self.program_tool = program_tool
+        self.programs: set[str] = set()
         self.streamed = ""
         self._open_line = False
 
     def __call__(self, event: Any) -> None:
         from tooluse.events import TextDelta
         from tooluse.loop import ModelTurnFinished, ToolExecutionFinished, ToolExecutionStarted
+        from tooluse.loop.types import ProgramFinished, ProgramStarted
 
         if isinstance(event, TextDelta) and event.text:
             if not self._open_line:
@@ -45,16 +48,44 @@ class TurnPrinter:
             self.streamed += event.text
         elif isinstance(event, ModelTurnFinished):
             self.end_line()
+        elif isinstance(event, ProgramStarted):
+            self.end_line()
+            self.program(event.program_id, event.code, event.runner)
+        elif isinstance(event, ProgramFinished) and event.runner != "tooluse":
+            self.show_result(event.output, event.is_error, f"← {event.runner}'s program", "  ")
         elif isinstance(event, ToolExecutionStarted):
             self.end_line()
-            args = ", ".join(f"{k}={v!r}" for k, v in event.call.arguments.items())
-            self.console.print(f"  [cyan]→ call[/] {event.call.name}({args})", markup=True)
+            self.started(event.call)
         elif isinstance(event, ToolExecutionFinished):
-            style = "red" if event.result.is_error else "green"
-            output = event.result.output
-            short = output if len(output) <= 200 else output[:197] + "..."
-            self.console.print(f"  [{style}]← result[/] ", end="")
-            self.console.print(short, markup=False, highlight=False)
+            indent = "    " if event.call.caller else "  "
+            self.show_result(event.result.output, event.result.is_error, "← result", indent)
+
+    def show_result(self, output: str, failed: bool, label: str, indent: str) -> None:
+        style = "red" if failed else "green"
+        short = output if len(output) <= 200 else output[:197] + "..."
+        self.console.print(f"{indent}[{style}]{label}[/] ", end="")
+        self.console.print(short, markup=False, highlight=False)
+
+    def program(self, program_id: str, code: str, runner: str) -> None:
+        """A program starts (tooluse's or the provider's): shown whole the first time."""
+        where = "" if runner == "tooluse" else f" (run by {runner})"
+        if program_id in self.programs:  # resumed after a decision
+            self.console.print(f"  [cyan]→ program[/]{where} goes on")
+            return
+        self.programs.add(program_id)
+        self.console.print(f"  [cyan]→ program[/]{where}", markup=True)
+        for line in code.strip("\n").splitlines():
+            self.console.print(f"    [dim]{line}[/]", markup=True, highlight=False)
+
+    def started(self, call: Any) -> None:
+        """A call starts; a call a program made is indented under the program."""
+        if call.name == self.program_tool:
+            return  # the program was shown as it started
+        args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+        if call.caller:
+            self.console.print(f"    [cyan]↳ call[/] {call.name}({args})", markup=True)
+        else:
+            self.console.print(f"  [cyan]→ call[/] {call.name}({args})", markup=True)
 
     def end_line(self) -> None:
         if self._open_line:
@@ -109,9 +140,11 @@ def ask_decisions(console: Any, interactive: bool, calls: Any) -> dict[str, Any]
     decisions: dict[str, Any] = {}
     for call in calls:
         arguments = json.dumps(call.arguments, ensure_ascii=False)
+        made_by = " (called by the program)" if call.caller else ""
         while call.id not in decisions:
             try:
-                answer = read(f"approve {call.name}({arguments})? [y/n/e] ").strip().lower()
+                answer = read(f"approve {call.name}({arguments}){made_by}? [y/n/e] ")
+                answer = answer.strip().lower()
             except (EOFError, KeyboardInterrupt):
                 answer = "n"
             if answer in ("y", "yes"):
@@ -143,12 +176,14 @@ def _show_answer(console: Any, result: Any, printer: TurnPrinter) -> None:
         console.print(f"[yellow](stopped: {reason})[/]")
 
 
-def _turn(console: Any, history: list[Any], run_turn: Any) -> tuple[list[Any], bool | None]:
+def _turn(
+    console: Any, history: list[Any], run_turn: Any, program_tool: str | None = None
+) -> tuple[list[Any], bool | None]:
     """One user message through the loop: the new history and whether the turn succeeded
     (``None``: interrupted). A failed or interrupted turn leaves the history as it was."""
     from tooluse.errors import ToolUseError
 
-    printer = TurnPrinter(console)
+    printer = TurnPrinter(console, program_tool)
     try:
         result = run_turn(history, printer)
     except KeyboardInterrupt:
@@ -213,13 +248,20 @@ def chat(
     max_tokens: int = typer.Option(256, help="Tokens per model turn."),
     max_tool_iters: int = typer.Option(4, min=0, help="Tool rounds allowed per message."),
     log: bool = typer.Option(True, "--log/--no-log", help="Record each turn in the run log."),
+    code_mode: bool = typer.Option(
+        False,
+        "--code-mode",
+        help="The model writes one Python program that calls the tools (run in the sandbox).",
+    ),
 ) -> None:
     """Chat in the terminal with a model that can call the tools of a Python file.
 
     Reads one message per line; an empty line, `exit`, Ctrl-D or Ctrl-C at the prompt quits.
     Ctrl-C during an answer stops it. With --mcp, a server's questions (elicitation) are asked
     here and its requests to use the model (sampling) need a yes; with input piped in, they
-    are declined.
+    are declined. With --code-mode the model gets one tool, run_python: its program runs in
+    the sandbox and calls the tools, which run here (each shown under the program, each
+    asking for approval when its tool requires it).
     """
     from tooluse import SamplingParams
     from tooluse.cli.shared import console as make_console
@@ -235,6 +277,10 @@ def chat(
         "stream": True,
         "tool_timeouts": timeouts,
     }
+    if code_mode:
+        from tooluse.execution.code_mode import CodeMode
+
+        options["code_mode"] = CodeMode()
     try:
         _chat_loop(console, backend, options, interactive, system, log)
     finally:
@@ -266,9 +312,11 @@ def _chat_loop(
         return result
 
     history: list[ChatMessage] = [ChatMessage.system(system)] if system else []
+    settings = loop_options.get("code_mode")
+    program_tool = getattr(settings, "tool_name", None)
     succeeded = failed = 0
     while (text := _read_message(interactive, console)) is not None:
-        history, ok = _turn(console, [*history, ChatMessage.user(text)], run_turn)
+        history, ok = _turn(console, [*history, ChatMessage.user(text)], run_turn, program_tool)
         succeeded += ok is True
         failed += ok is False
     if failed and not succeeded:

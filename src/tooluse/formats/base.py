@@ -513,6 +513,11 @@ class StreamMachine:
     def _tool(self, name: str) -> ToolDefinition | None:
         return self._tools.get(name)
 
+    def _program_tool(self) -> str | None:
+        """The offered program tool of code mode (its definition says so in ``metadata``),
+        which a family's code channel calls: the code it writes there is the program."""
+        return next((n for n, t in self._tools.items() if t.metadata.get("code_mode")), None)
+
 
 def normalise_arguments(
     arguments: Any, raw_arguments: str | None = None

@@ -5,7 +5,8 @@ A turn is a run of messages ``<|start|>assistant<|channel|>CHANNEL<|message|>BOD
 ``<|start|>assistant``). The ``analysis`` channel is reasoning, ``final`` is content, and a header
 with a recipient ``to=functions.NAME`` (in the role part or after the channel) makes the body
 the JSON arguments of a call ending with ``<|call|>``. Built-in recipients (``browser.search``,
-``python``) are reported under their own names.
+``python``) are reported under their own names, except that a message to ``python`` is a call of
+the program tool when code mode offers one (its body is the program).
 """
 
 from __future__ import annotations
@@ -65,6 +66,15 @@ class _HarmonyMachine(JsonCallMachine):
             return self._header_step()
         if state == "start":
             return self._start_step()
+        if state == "code":
+            code = self._collect_raw(self._body_end)
+            if code is None:
+                return False
+            program = self._program_tool()
+            assert program is not None
+            self._whole_call(program, {"code": code.strip()}, raw=code)
+            self._state = "after"
+            return True
         if state == "raw":
             raw = self._collect_raw(self._body_end)
             if raw is None:
@@ -156,7 +166,9 @@ class _HarmonyMachine(JsonCallMachine):
         channels = _CHANNEL_RE.findall(header)
         self._channel = channels[-1] if channels else ""  # a repeated channel: the last counts
         targets = [t for t in _RECIPIENT_RE.findall(header) if t not in _ROLE_RECIPIENTS]
-        if targets:
+        if targets and targets[0] == "python" and self._program_tool() is not None:
+            self._state = "code"  # code mode: what the model sends to python is the program
+        elif targets:
             name = targets[0].removeprefix("functions.")
             self._open_arguments(header + MESSAGE, name, self._body_end)
             self._state = "body"

@@ -2,7 +2,8 @@
 
 - Llama 3.1-3.3: a bare ``{"name": .., "parameters": {..}}`` at the start of the turn or after
   ``<|python_tag|>``, several joined by ``;``; built-in tools as
-  ``<|python_tag|>brave_search.call(query="..")``.
+  ``<|python_tag|>brave_search.call(query="..")``; with code mode's program tool offered, the
+  code after ``<|python_tag|>`` (the code interpreter's channel) is a call of it.
 - Mistral before v11: ``[TOOL_CALLS][{"name": .., "arguments": {..}}, ..]``.
 - Mistral v11+: ``[TOOL_CALLS]name[ARGS]{..}`` per call, optionally ``[CALL_ID]id`` before
   ``[ARGS]``; ``[THINK]..[/THINK]`` reasoning (Magistral).
@@ -202,6 +203,10 @@ class _LlamaMachine(_JsonFormatMachine):
 
     def _builtin_calls(self, code: str) -> None:
         raw = "<|python_tag|>" + code
+        program = self._program_tool()
+        if program is not None:  # code mode: the code interpreter's block is the program
+            self._whole_call(program, {"code": code.strip()}, raw=raw)
+            return
         try:
             calls = parse_python_calls(code.strip())
         except LiteralSyntaxError as exc:

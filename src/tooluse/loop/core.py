@@ -23,6 +23,20 @@ from typing import Any
 
 from tooluse.events import ParseError
 from tooluse.execution.base import AbstractToolExecutor, CancellationToken
+from tooluse.execution.code_mode import (
+    ProgramJournal,
+    program_journal,
+    suspended_journal,
+    without_program_data,
+)
+from tooluse.loop.programs import (
+    answer_message,
+    inner_entries,
+    program_started,
+    provider_programs,
+    resume_program,
+    running_programs,
+)
 from tooluse.loop.run_state import Approve, Decision, Deny, Edit, RoundState, RunState
 from tooluse.loop.types import (
     ApprovalRequested,
@@ -201,6 +215,7 @@ class _Round:
     pending: list[ToolCall] = field(default_factory=list)
     terminal_output: dict[str, Any] | None = None
     refused: int = 0
+    programs: dict[str, ProgramJournal] = field(default_factory=dict)
 
     def state(self, calls: Sequence[ToolCall], *, running: bool = False) -> RoundState:
         return RoundState(
@@ -210,7 +225,20 @@ class _Round:
             in_flight=tuple(c.id for c in self.to_run) if running else (),
             terminal_output=self.terminal_output,
             refused=self.refused,
+            programs=dict(self.programs),
         )
+
+    def executed(self, calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> None:
+        """Keep the results of the calls that ran; a program waiting for decisions on its
+        calls keeps its call waiting, with its journal."""
+        for call, result in zip(calls, results, strict=True):
+            journal = program_journal(result)
+            if journal is not None:
+                self.programs[call.id] = journal  # its calls go to the trail from there
+            if suspended_journal(result) is not None:
+                self.pending.append(call)
+            else:
+                self.results[call.id] = without_program_data(result)
 
 
 class _Run:
@@ -230,6 +258,8 @@ class _Run:
         self.usage = Usage()
         self.choice = setup.tool_choice
         self.iteration = 0
+        # Rounds of calls made by the provider's programs alone: not counted by max_tool_iters.
+        self.relayed = 0
         self.discovered: list[str] = []
         if state is not None:
             self.discovered = list(state.discovered)
@@ -240,6 +270,7 @@ class _Run:
             self.usage = state.usage
             self.choice = state.tool_choice
             self.iteration = state.iteration
+            self.relayed = state.relayed_rounds
             if state.round is not None:
                 self.used_ids |= {c.id for c in state.round.calls}
 
@@ -260,6 +291,7 @@ class _Run:
             trail=tuple(t.to_dict() for t in self.trail),
             round=round_state,
             discovered=tuple(self.discovered),
+            relayed_rounds=self.relayed,
         )
 
     def finish(
@@ -311,7 +343,11 @@ class _Run:
         self.history.append(message)
         return message
 
-    def answer(self, call: ToolCall, result: ToolResult) -> None:
+    def answer(
+        self, call: ToolCall, result: ToolResult, journal: ProgramJournal | None = None
+    ) -> None:
+        if journal is not None:  # a program's calls go to the trail just before it
+            self.trail.extend(inner_entries(journal, self.iteration))
         self.history.append(ChatMessage.tool_result(result))
         self.trail.append(_trail_entry(call, result, self.iteration))
 
@@ -402,8 +438,10 @@ class _Run:
             results=dict(saved.results),
             terminal_output=saved.terminal_output,
             refused=saved.refused,
+            programs=dict(saved.programs),
         )
         by_id = {c.id: c for c in saved.calls}
+        running_programs(self.setup.executor, saved)
         for call_id in saved.in_flight:
             call = by_id[call_id]
             definition = self.by_name.get(call.name)
@@ -412,15 +450,25 @@ class _Run:
             else:
                 plan.results[call_id] = ToolResult.failure(call_id, call.name, _INTERRUPTED)
         for call_id in saved.pending:
-            _decide(by_id[call_id], resumption.decisions.get(call_id), plan)
+            journal = saved.programs.get(call_id)
+            if journal is None:
+                _decide(by_id[call_id], resumption.decisions.get(call_id), plan)
+            elif resume_program(self.setup.executor, journal, resumption.decisions):
+                plan.to_run.append(by_id[call_id])  # runs again, replaying its journal
+            else:
+                plan.pending.append(by_id[call_id])
         return saved.calls, plan
 
     def close_round(self, calls: Sequence[ToolCall], plan: _Round) -> RunResult | None:
         """Answer every call of the round in order; the result when the run ends here."""
         for call in calls:
-            self.answer(call, plan.results[call.id])
+            self.answer(call, plan.results[call.id], plan.programs.get(call.id))
         if plan.terminal_output is not None:
             return self.finish(StopReason.TERMINAL_TOOL, plan.terminal_output)
+        answered = answer_message(calls, plan.results)
+        if answered is not None:  # a program ended the run with final_answer(...)
+            self.history.append(answered)
+            return self.finish(StopReason.FINAL_TEXT)
         if plan.refused == len(calls):
             return self.finish(StopReason.REPEATED_CALLS)
         if self.cancelled:
@@ -461,16 +509,18 @@ def _play_round(
         if run.setup.checkpoint_path is not None:
             yield Checkpoint(state=run.snapshot(plan.state(calls, running=True)))
         for call in plan.to_run:
+            started = program_started(run.setup.executor, call, run.iteration)
+            if started is not None:
+                yield started
             yield ToolExecutionStarted(call=call, iteration=run.iteration)
         executed: Sequence[ToolResult] = yield Execute(
             calls=tuple(plan.to_run), iteration=run.iteration
         )
-        for call, result in zip(plan.to_run, executed, strict=True):
-            plan.results[call.id] = result
+        plan.executed(plan.to_run, executed)
         plan.to_run = []
     if plan.pending:
         state = run.snapshot(plan.state(calls))
-        yield ApprovalRequested(calls=tuple(plan.pending), state=state)
+        yield ApprovalRequested(calls=state.pending, state=state)
         return run.finish(StopReason.APPROVAL_REQUIRED, state=state)
     return run.close_round(calls, plan)
 
@@ -491,7 +541,7 @@ def loop_steps(
             return run.finish(StopReason.CANCELLED)
         if setup.checkpoint_path is not None:
             yield Checkpoint(state=run.snapshot())
-        at_limit = run.iteration >= setup.max_tool_iters
+        at_limit = run.iteration - run.relayed >= setup.max_tool_iters
         try:
             generated: GenerationResult = yield run.request(at_limit)
         except Exception as exc:
@@ -501,6 +551,7 @@ def loop_steps(
             raise
         message = run.take_turn(generated)
         yield ModelTurnFinished(message=message, usage=generated.usage, iteration=run.iteration)
+        yield from provider_programs(generated, run.iteration)
         calls = message.tool_calls
         if not calls:
             if generated.parse_errors and not at_limit:
@@ -511,6 +562,8 @@ def loop_steps(
         if at_limit:
             return run.stop_at_limit(calls)
         run.iteration += 1
+        if all(call.caller for call in calls):  # a provider's program asked; the model did not
+            run.relayed += 1
         ended = yield from _play_round(run, calls, run.plan_round(calls))
         if ended is not None:
             return ended
@@ -544,4 +597,5 @@ def _trail_entry(call: ToolCall, result: ToolResult, iteration: int) -> TrailEnt
         is_error=result.is_error,
         duration=float(result.metadata.get("duration", 0.0)),
         iteration=iteration,
+        caller=call.caller or "",  # a call a provider's program made
     )

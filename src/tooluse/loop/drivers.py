@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 import time
 from collections.abc import (
     AsyncGenerator,
@@ -37,7 +38,15 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from tooluse.execution.code_mode import (
+    CodeModeExecutor,
+    ProgramJournal,
+    program_journal,
+    suspended_journal,
+    without_program_data,
+)
 from tooluse.loop.core import LoopSetup, Resumption, finished_event, loop_steps
+from tooluse.loop.programs import inner_events, program_finished
 from tooluse.loop.run_log import log_requested
 from tooluse.loop.run_state import RunState
 from tooluse.loop.setup import (
@@ -124,24 +133,46 @@ class _Driving:
         self._outcome: Any = None
         self._result: RunResult | None = None
         self._saved: RunState | None = None
+        self._saving = threading.Lock()  # programs report their calls from worker threads
         self.trace = setup.tracer.start_run(self.backend) if setup.tracer is not None else None
+        if isinstance(setup.executor, CodeModeExecutor):
+            setup.executor.on_progress = self.program_progress
 
     def checkpoint(self, step: Checkpoint) -> None:
         """Write the core's state (``checkpoint=PATH``); kept to update call by call."""
         assert self.setup.checkpoint_path is not None
-        self._saved = step.state
-        step.state.save(self.setup.checkpoint_path)
+        with self._saving:
+            self._saved = step.state
+            step.state.save(self.setup.checkpoint_path)
 
     def call_ended(self, call: ToolCall, result: ToolResult) -> None:
         """One call of the running round ended: traced, and the saved state says so at once,
         so that a crash from here on neither repeats nor loses it."""
         if self.trace is not None:
             self.trace.tool_finished(call, result)
-        saved = self._saved
-        if saved is None or saved.round is None or self.setup.checkpoint_path is None:
-            return
-        self._saved = dataclasses.replace(saved, round=saved.round.with_result(result))
-        self._saved.save(self.setup.checkpoint_path)
+        with self._saving:
+            saved = self._saved
+            if saved is None or saved.round is None or self.setup.checkpoint_path is None:
+                return
+            waiting, journal = suspended_journal(result), program_journal(result)
+            if waiting is not None:  # a program that waits for decisions: its call waits too
+                updated = saved.round.with_waiting(waiting)
+            else:
+                updated = saved.round.with_result(without_program_data(result))
+                updated = updated.with_program(journal) if journal is not None else updated
+            self._saved = dataclasses.replace(saved, round=updated)
+            self._saved.save(self.setup.checkpoint_path)
+
+    def program_progress(self, journal: ProgramJournal) -> None:
+        """A program's call is about to run or has ended: the saved state says so at once, so
+        that a crash from here on never repeats a call that finished (nor silently reruns one
+        that may have had effects)."""
+        with self._saving:
+            saved = self._saved
+            if saved is None or saved.round is None or self.setup.checkpoint_path is None:
+                return
+            self._saved = dataclasses.replace(saved, round=saved.round.with_program(journal))
+            self._saved.save(self.setup.checkpoint_path)
 
     def steps(self) -> Iterator[Any]:
         """The core's requests and events, each request's outcome sent back on the next step."""
@@ -198,10 +229,15 @@ class _Driving:
 
     def executed(
         self, step: Execute, results: Sequence[ToolResult], reported: Collection[int] = ()
-    ) -> list[ToolExecutionFinished]:
+    ) -> list[LoopEvent]:
         """Keep a batch's results for the core; the finished events not yet ``reported``."""
         self._outcome = results
-        return [finished_event(step, i, r) for i, r in enumerate(results) if i not in reported]
+        return [
+            event
+            for i, r in enumerate(results)
+            if i not in reported
+            for event in finished_events(step, i, r)
+        ]
 
     def finished(self) -> RunFinished:
         assert self._result is not None
@@ -214,11 +250,26 @@ class _Driving:
         return RunFinished(result=self._result)
 
     def close(self) -> None:
+        if isinstance(self.setup.executor, CodeModeExecutor):
+            self.setup.executor.on_progress = None
         if self.trace is not None:  # the consumer left before the run ended
             self.trace.failed(RuntimeError("the run was not consumed to its end"))
             self.trace = None
         if self.setup.close_executor:
             self.setup.executor.close()
+
+
+def finished_events(step: Execute, index: int, result: ToolResult) -> list[LoopEvent]:
+    """The events of call ``index`` of ``step`` ending: the calls a program made (each
+    started and finished), then the call's own finished event (none for a program that waits
+    for decisions: it has not finished)."""
+    events: list[Any] = list(inner_events(result, step.iteration))
+    if suspended_journal(result) is None:
+        events.append(finished_event(step, index, result))
+    ended = program_finished(step.calls[index], result, step.iteration)
+    if ended is not None:
+        events.append(ended)
+    return events
 
 
 def _request(step: Generate) -> tuple[Any, ...]:
@@ -277,7 +328,7 @@ def _execute_sync(driving: _Driving, step: Execute) -> Iterator[LoopEvent]:
     for index, result in steps:
         results[index] = result
         driving.call_ended(step.calls[index], result)
-        yield finished_event(step, index, result)
+        yield from finished_events(step, index, result)
     yield from driving.executed(step, _in_order(step, results), results)
 
 
@@ -300,7 +351,8 @@ async def _execute_async(driving: _Driving, step: Execute) -> AsyncGenerator[Loo
         async for index, result in steps:
             ended[index] = result
             driving.call_ended(step.calls[index], result)
-            yield finished_event(step, index, result)
+            for event in finished_events(step, index, result):
+                yield event
     for event in driving.executed(step, _in_order(step, ended), ended):
         yield event
 
@@ -489,6 +541,11 @@ def run(
     - ``checkpoint``: a path where the run's :class:`RunState` is written atomically before
       every model turn and after every tool result, to :func:`tooluse.resume` it after a crash
       [none].
+    - ``code_mode``: ``True`` or a :class:`~tooluse.execution.code_mode.CodeMode`: the model
+      writes one Python program (tool ``run_python``) that calls the tools, run in the sandbox;
+      each call it makes is validated, hooked, approved (``approve`` sees the program call and
+      each of its calls), traced, checkpointed and put in the trail (``caller``: the program)
+      like a direct call. Tools with ``callers=("direct",)`` stay direct [False].
 
     An unknown option raises ``TypeError``. Errors of the backend propagate; the run so far
     (messages, trail, usage) is attached to the exception as ``partial_result``

@@ -58,6 +58,7 @@ def call_to_data(call: ToolCall) -> dict[str, Any]:
         "raw_arguments": call.raw_arguments,
         "state": _state_to_data(call.state),
         "synthetic_id": call.synthetic_id,
+        **({"caller": call.caller} if call.caller is not None else {}),
     }
 
 
@@ -69,6 +70,7 @@ def call_from_data(data: Mapping[str, Any]) -> ToolCall:
         raw_arguments=data.get("raw_arguments"),
         state=_state_from_data(data.get("state")),
         synthetic_id=bool(data.get("synthetic_id")),
+        caller=data.get("caller"),
     )
 
 

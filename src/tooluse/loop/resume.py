@@ -48,8 +48,10 @@ def _prepare(
     offered = {d.name for d in setup.tools}
     missing = [name for name in state.tool_names if name not in offered]
     if missing:
+        programs = state.round is not None and bool(state.round.programs)
+        hint = " (a run in code mode resumes with code_mode= as it ran)" if programs else ""
         raise RunStateError(
-            f"the run used tools that were not given to resume it: {', '.join(missing)}"
+            f"the run used tools that were not given to resume it: {', '.join(missing)}{hint}"
         )
     waiting = {call.id for call in state.pending}
     unknown = sorted(set(decisions or {}) - waiting)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from tooluse.errors import ToolUseError
+from tooluse.execution.code_mode.journal import InnerCall, ProgramJournal
 from tooluse.loop.message_data import (
     call_from_data,
     call_to_data,
@@ -79,7 +80,8 @@ Decision = Union[Approve, Deny, Edit]
 @dataclass(frozen=True, kw_only=True)
 class RoundState:
     """The tool round a run stopped in: every call of the model's turn, the answers known so
-    far, the calls waiting for a decision and those that were running."""
+    far, the calls waiting for a decision and those that were running, and the journals of
+    its programs (code mode) that were running or wait for decisions on their calls."""
 
     calls: tuple[ToolCall, ...]
     results: Mapping[str, ToolResult] = field(default_factory=dict)
@@ -87,6 +89,22 @@ class RoundState:
     in_flight: tuple[str, ...] = ()
     terminal_output: dict[str, Any] | None = None
     refused: int = 0
+    programs: Mapping[str, ProgramJournal] = field(default_factory=dict)
+
+    def with_waiting(self, journal: ProgramJournal) -> RoundState:
+        """This round with a program that waits for decisions on its calls (no longer
+        running)."""
+        program = journal.program_id
+        return dataclasses.replace(
+            self,
+            programs={**self.programs, program: journal},
+            pending=(*(i for i in self.pending if i != program), program),
+            in_flight=tuple(i for i in self.in_flight if i != program),
+        )
+
+    def with_program(self, journal: ProgramJournal) -> RoundState:
+        """This round with a program's journal as it stands now."""
+        return dataclasses.replace(self, programs={**self.programs, journal.program_id: journal})
 
     def with_result(self, result: ToolResult) -> RoundState:
         """This round with one more call answered (no longer running)."""
@@ -113,6 +131,8 @@ class RunState:
     round: RoundState | None = None
     #: The tools a ``ToolSearch`` found so far (offered from the next request on).
     discovered: tuple[str, ...] = ()
+    #: Rounds made only of calls a provider's program asked for (not counted as tool rounds).
+    relayed_rounds: int = 0
     #: Set once the run has ended (the value of its ``StopReason``); resuming it changes nothing.
     stop_reason: str | None = None
     output: Any = None
@@ -120,11 +140,28 @@ class RunState:
 
     @property
     def pending(self) -> tuple[ToolCall, ...]:
-        """The calls waiting for a person's decision."""
+        """The calls waiting for a person's decision: the model's own, and the calls its
+        programs made (``call.caller`` names the program; :meth:`program_of` gives its code)."""
         if self.round is None:
             return ()
         waiting = set(self.round.pending)
-        return tuple(c for c in self.round.calls if c.id in waiting)
+        out: list[ToolCall] = []
+        for call in self.round.calls:
+            if call.id not in waiting:
+                continue
+            journal = self.round.programs.get(call.id)
+            out.extend(journal.pending if journal is not None else (call,))
+        return tuple(out)
+
+    def program_of(self, call: ToolCall) -> str | None:
+        """The source of the program that made ``call`` (``None`` for a direct call)."""
+        if call.caller is None or self.round is None:
+            return None
+        for made in self.round.calls:
+            if made.id == call.caller:
+                code = made.arguments.get("code")
+                return code if isinstance(code, str) else None
+        return None
 
     # -- JSON -----------------------------------------------------------------------------------
 
@@ -202,7 +239,33 @@ def _round_to_data(state: RoundState | None) -> dict[str, Any] | None:
         "in_flight": list(state.in_flight),
         "terminal_output": state.terminal_output,
         "refused": state.refused,
+        "programs": {key: _journal_to_data(j) for key, j in state.programs.items()},
     }
+
+
+def _journal_to_data(journal: ProgramJournal) -> list[dict[str, Any]]:
+    return [
+        {
+            "call": call_to_data(inner.call),
+            "status": inner.status,
+            "result": None if inner.result is None else result_to_data(inner.result),
+            "edited": inner.edited,
+        }
+        for inner in journal.calls
+    ]
+
+
+def _journal_from_data(program_id: str, data: Any) -> ProgramJournal:
+    calls = tuple(
+        InnerCall(
+            call=call_from_data(item["call"]),
+            status=item.get("status", "done"),
+            result=None if item.get("result") is None else result_from_data(item["result"]),
+            edited=item.get("edited"),
+        )
+        for item in data
+    )
+    return ProgramJournal(program_id=program_id, calls=calls)
 
 
 def _round_from_data(data: Mapping[str, Any] | None) -> RoundState | None:
@@ -215,6 +278,10 @@ def _round_from_data(data: Mapping[str, Any] | None) -> RoundState | None:
         in_flight=tuple(data.get("in_flight") or ()),
         terminal_output=data.get("terminal_output"),
         refused=int(data.get("refused", 0)),
+        programs={
+            key: _journal_from_data(key, value)
+            for key, value in (data.get("programs") or {}).items()
+        },
     )
 
 
@@ -233,6 +300,7 @@ def _state_to_data(state: RunState) -> dict[str, Any]:
         "trail": list(state.trail),
         "round": _round_to_data(state.round),
         "discovered": list(state.discovered),
+        "relayed_rounds": state.relayed_rounds,
         "stop_reason": state.stop_reason,
         "output": state.output,
     }
@@ -250,6 +318,7 @@ def _state_from_data(data: Mapping[str, Any]) -> RunState:
         trail=tuple(dict(t) for t in data.get("trail") or ()),
         round=_round_from_data(data.get("round")),
         discovered=tuple(data.get("discovered") or ()),
+        relayed_rounds=int(data.get("relayed_rounds", 0)),
         stop_reason=data.get("stop_reason"),
         output=data.get("output"),
         version=str(data["version"]),

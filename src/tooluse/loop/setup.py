@@ -19,6 +19,7 @@ from tooluse.execution.base import (
     CancellationToken,
     ToolsArg,
 )
+from tooluse.execution.code_mode import CodeMode, CodeModeExecutor
 from tooluse.execution.local import ToolExecutor
 from tooluse.loop.core import ApprovalPolicy, LoopSetup, logger
 from tooluse.loop.types import TerminalValidator, ToolMode
@@ -127,6 +128,7 @@ class RunOptions(TypedDict, total=False):
     approve: ApprovalPolicy | None
     checkpoint: str | os.PathLike[str] | None
     tracer: Any
+    code_mode: bool | CodeMode
 
 
 def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-only
@@ -155,6 +157,7 @@ def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-on
     approve: ApprovalPolicy | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
     tracer: Any = None,
+    code_mode: bool | CodeMode = False,
 ) -> LoopSetup:
     """Check the options and build the loop's setup (shared by every entry point)."""
     _check_limits(max_tool_iters, tools_top_k, max_identical_calls)
@@ -173,6 +176,7 @@ def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-on
             before=_hooks(before_tool_call),
             after=_hooks(after_tool_call),
         )
+    executor = _with_code_mode(executor, code_mode, approve, owns_executor)
     names = {d.name for d in executor.definitions}
     if tool_choice not in ("auto", "none", "required") and tool_choice not in names:
         raise ValueError(
@@ -180,6 +184,7 @@ def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-on
         )
     mode = choose_mode(backend, bool(names), tool_call_parser)
     params, tool_search = _with_native_search(backend, mode, tool_search, params, names)
+    params = _with_provider_programs(backend, mode, code_mode, params)
     if mode == "none":
         logger.warning(
             "%d tools given but backend %s does not support function calling and no "
@@ -207,6 +212,48 @@ def build_setup(  # noqa: PLR0913 - the run options (RunOptions), all keyword-on
         tracer=_run_tracer(tracer),
         tool_search=tool_search,
     )
+
+
+def _with_code_mode(
+    executor: AbstractToolExecutor,
+    code_mode: bool | CodeMode,
+    approve: ApprovalPolicy | None,
+    owns_executor: bool,
+) -> AbstractToolExecutor:
+    """The executor, behind the program tool in code mode; without code mode a tool only
+    programs may call is refused (nothing could call it)."""
+    if code_mode is not False and not isinstance(code_mode, CodeMode) and code_mode is not True:
+        raise TypeError(f"code_mode is True, False or a CodeMode, not {code_mode!r}")
+    if isinstance(code_mode, CodeMode) and code_mode.provider:
+        return executor  # the provider runs the programs; their calls come as calls
+    if isinstance(code_mode, CodeMode) or code_mode is True:
+        settings = code_mode if isinstance(code_mode, CodeMode) else CodeMode()
+        return CodeModeExecutor(executor, settings, approve=approve, close_inner=owns_executor)
+    only_code = sorted(
+        d.name for d in executor.definitions if d.callers is not None and "direct" not in d.callers
+    )
+    if only_code:
+        raise ValueError(
+            f"{', '.join(only_code)} can be called only from programs (callers=('code',)); "
+            "pass code_mode=True"
+        )
+    return executor
+
+
+def _with_provider_programs(
+    backend: Backend, mode: ToolMode, code_mode: bool | CodeMode, params: SamplingParams | None
+) -> SamplingParams | None:
+    """The run's params with ``code_execution`` on for ``CodeMode(provider=True)``; a backend
+    without code execution of its own is refused."""
+    if not (isinstance(code_mode, CodeMode) and code_mode.provider):
+        return params
+    capabilities = getattr(backend, "capabilities", None)
+    if mode != "native" or not getattr(capabilities, "supports_code_execution", False):
+        raise ValueError(
+            f"{backend_label(backend)} runs no programs of its own (supports_code_execution is "
+            "off); use code_mode=True to run them in tooluse's sandbox"
+        )
+    return dataclasses.replace(params or SamplingParams(), code_execution=True)
 
 
 def _with_native_search(

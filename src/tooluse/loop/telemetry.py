@@ -44,10 +44,12 @@ except ImportError as exc:  # pragma: no cover - the otel extra is part of `all`
     raise MissingDependencyError("opentelemetry-sdk", "otel") from exc
 
 __all__ = [
+    "ProgramCalls",
     "RunTracer",
     "evaluation_item",
     "instrument",
     "mcp_tool_call",
+    "program_calls",
     "running_call",
     "sandbox_run",
     "served_request",
@@ -205,17 +207,22 @@ class RunTrace:
             _failed(turn, exc)
             turn.end()
 
-    def tool_started(self, call: ToolCall) -> None:
+    def tool_started(self, call: ToolCall, parent: Any = None) -> None:
+        """A call's ``execute_tool`` span starts: a child of the run, or of ``parent`` (the
+        span of the program that made the call; ``tooluse.tool.caller`` names it)."""
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.type": "function",
+        }
+        if call.caller is not None:
+            attributes["tooluse.tool.caller"] = call.caller
         span = self.owner.tracer.start_span(
             f"execute_tool {call.name}",
-            context=self.context,
+            context=self.context if parent is None else trace.set_span_in_context(parent),
             kind=SpanKind.INTERNAL,
-            attributes={
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": call.name,
-                "gen_ai.tool.call.id": call.id,
-                "gen_ai.tool.type": "function",
-            },
+            attributes=attributes,
         )
         if self.owner.capture_content:
             span.set_attribute("gen_ai.tool.call.arguments", call.arguments_json())
@@ -342,6 +349,43 @@ def running_call(call_id: str) -> contextlib.AbstractContextManager[Any]:
     if traced is None:
         return _UNTRACED
     return _current(traced.span, otel_context.set_value(_CALL, traced))
+
+
+class ProgramCalls:
+    """The spans of the calls one program makes: children of the program's own span."""
+
+    def __init__(self, run: RunTrace, program: _CallSpan) -> None:
+        self.run = run
+        self.program = program
+
+    @contextlib.contextmanager
+    def inner_call(self, call: ToolCall) -> Iterator[ProgramCalls]:
+        """Around one call the program made (in the thread running it): its span is current
+        there, so what the tool traces nests under it. :meth:`finished` ends it."""
+        self.run.tool_started(call, parent=self.program.span)
+        traced = self.run.calls[call.id]
+        context = otel_context.set_value(_RUN, self.run, self.run.context)
+        context = trace.set_span_in_context(
+            traced.span, otel_context.set_value(_CALL, traced, context)
+        )
+        token = otel_context.attach(context)
+        try:
+            yield self
+        finally:
+            otel_context.detach(token)
+            if call.id in self.run.calls:  # it raised before its result: still ended
+                self.run.tool_finished(call, ToolResult.failure(call.id, call.name, "no result"))
+
+    def finished(self, call: ToolCall, result: ToolResult) -> None:
+        self.run.tool_finished(call, result)
+
+
+def program_calls(call_id: str) -> ProgramCalls | None:
+    """The spans for the calls of program call ``call_id`` (called where that call's span
+    is current), or ``None`` when the run is not traced."""
+    run = _running_run()
+    traced = run.calls.get(call_id) if run is not None else None
+    return ProgramCalls(run, traced) if run is not None and traced is not None else None
 
 
 def _traced_call(call: ToolCall) -> _CallSpan | None:

@@ -23,6 +23,8 @@ __all__ = [
     "Generate",
     "LoopEvent",
     "ModelTurnFinished",
+    "ProgramFinished",
+    "ProgramStarted",
     "RunFinished",
     "RunResult",
     "Step",
@@ -60,6 +62,8 @@ class TrailEntry:
     is_error: bool
     duration: float
     iteration: int
+    #: The id of the program call that made this call (code mode); ``""`` for a direct call.
+    caller: str = ""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrailEntry:
@@ -72,11 +76,12 @@ class TrailEntry:
             is_error=bool(data.get("error")),
             duration=float(data.get("duration", 0.0)),
             iteration=int(data.get("iteration", 0)),
+            caller=str(data.get("caller") or ""),
         )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the shape stored in ``metadata["tool_trail"]``)."""
-        return {
+        out = {
             "id": self.call_id,
             "name": self.name,
             "arguments": self.arguments,
@@ -85,6 +90,9 @@ class TrailEntry:
             "duration": round(self.duration, 6),
             "iteration": self.iteration,
         }
+        if self.caller:
+            out["caller"] = self.caller
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -267,6 +275,30 @@ class ToolExecutionFinished:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ProgramStarted:
+    """A program the model wrote starts: run by tooluse (``runner="tooluse"``; ``program_id``
+    is the program call's id) or by the provider (``runner`` names it). The calls it makes are
+    reported as ``ToolExecutionStarted`` / ``ToolExecutionFinished`` whose ``call.caller`` is
+    ``program_id``."""
+
+    program_id: str
+    code: str
+    runner: str
+    iteration: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProgramFinished:
+    """A program ended with ``output`` (what it printed and returned, or its error)."""
+
+    program_id: str
+    output: str
+    is_error: bool
+    runner: str
+    iteration: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class ApprovalRequested:
     """The run stops: ``calls`` wait for a decision; continue with ``tooluse.resume``."""
 
@@ -284,6 +316,8 @@ LoopEvent = Union[
     ModelTurnFinished,
     ToolExecutionStarted,
     ToolExecutionFinished,
+    ProgramStarted,
+    ProgramFinished,
     ApprovalRequested,
     RunFinished,
 ]

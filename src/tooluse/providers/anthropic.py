@@ -14,6 +14,7 @@ search's ``server_tool_use`` and ``tool_search_tool_result``) are kept and repla
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,10 +30,17 @@ from tooluse.events import (
     ToolCallStarted,
 )
 from tooluse.media import Image
-from tooluse.messages import ChatMessage, ProviderState, ToolResult, Usage
+from tooluse.messages import ChatMessage, ProviderState, ToolCall, ToolResult, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.call_ids import CallIdMapper
 from tooluse.providers.claude_models import apply_sampling_rules
+from tooluse.providers.code_execution import (
+    CONTAINER_KEY,
+    anthropic_call,
+    anthropic_container,
+    anthropic_programs,
+    with_anthropic_callers,
+)
 from tooluse.providers.tool_loading import anthropic_tools, is_anthropic_server_block
 from tooluse.providers.turn_builder import TurnBuilder, make_call
 from tooluse.providers.wire_common import (
@@ -43,6 +51,7 @@ from tooluse.providers.wire_common import (
     group_turns,
     log,
     normalize_tool_choice,
+    replayable,
     system_text,
     tool_schema,
     tools_for_history,
@@ -110,12 +119,17 @@ def encode_request(
         body["stop_sequences"] = list(params.stop)
     if params.seed is not None:
         log.warning("Anthropic has no seed parameter; not sent")
+    container = anthropic_container(messages)
+    if container is not None:  # a program waits for its calls' results in this container
+        body["container"] = container
     body.update(params.extra)
     apply_sampling_rules(body, model)  # newer models refuse temperature/top_p; logged
     declared = tools_for_history(messages, tools)
     if declared:
         schemas = [tool_schema(t, "anthropic", strict=strict) for t in declared]
-        body["tools"] = anthropic_tools(schemas, declared, params)
+        body["tools"] = with_anthropic_callers(
+            anthropic_tools(schemas, declared, params), declared, params
+        )
         if tools:
             choice = _tool_choice(
                 normalize_tool_choice(tool_choice, tools),
@@ -194,14 +208,22 @@ def _assistant_blocks(
         model,
         reasoning=lambda state: dict(state.data),
         text=lambda text: {"type": "text", "text": text},
-        call=lambda call: {
-            "type": "tool_use",
-            "id": wire_id(call.id),
-            "name": wire_name(call.name, PROVIDER),
-            "input": call.arguments,
-        },
+        call=lambda call: _tool_use(call, wire_id, model),
         drop_blank_text=True,
     )
+
+
+def _tool_use(call: ToolCall, wire_id: CallIdMapper, model: str) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "type": "tool_use",
+        "id": wire_id(call.id),
+        "name": wire_name(call.name, PROVIDER),
+        "input": call.arguments,
+    }
+    state = replayable(call.state, PROVIDER, model)
+    if state is not None and isinstance(state.data.get("caller"), dict):
+        block["caller"] = dict(state.data["caller"])  # a call its program made
+    return block
 
 
 def _usage(data: dict[str, Any] | None) -> Usage:
@@ -229,7 +251,8 @@ def _block_into(builder: TurnBuilder, block: dict[str, Any], model: str) -> None
         # Opaque to the caller, replayed whole (a tool search's blocks keep its tools loaded).
         builder.reasoning("", ProviderState(provider=PROVIDER, model=model, data=dict(block)))
     elif kind == "tool_use":
-        builder.call(make_call(block.get("id"), block.get("name", ""), block.get("input")))
+        call = make_call(block.get("id"), block.get("name", ""), block.get("input"))
+        builder.call(anthropic_call(call, block, model))
 
 
 def decode_response(body: dict[str, Any], *, model: str = "") -> GenerationResult:
@@ -240,9 +263,24 @@ def decode_response(body: dict[str, Any], *, model: str = "") -> GenerationResul
     for block in body.get("content") or []:
         _block_into(builder, block, model)
     reason = body.get("stop_reason") or "end_turn"
-    return builder.build(
+    result = builder.build(
         finish_reason=_STOP.get(reason, reason), usage=_usage(body.get("usage")), raw=body
     )
+    return _with_programs(result, body.get("content") or [], body.get("container"))
+
+
+def _with_programs(
+    result: GenerationResult, blocks: Sequence[dict[str, Any]], container: Any
+) -> GenerationResult:
+    """The turn with the programs it started or ended, and the container they run in."""
+    programs = anthropic_programs(blocks)
+    if not programs and not container:
+        return result
+    message = result.to_message()
+    if isinstance(container, dict) and container.get("id"):
+        kept = {"id": container["id"], "expires_at": str(container.get("expires_at", ""))}
+        message = dataclasses.replace(message, metadata={**message.metadata, CONTAINER_KEY: kept})
+    return dataclasses.replace(result, programs=programs, message=message)
 
 
 @dataclass
@@ -266,6 +304,7 @@ class AnthropicStreamAssembler:
         self._calls = 0
         self._usage: dict[str, Any] = {}
         self._stop = "end_turn"
+        self._container: Any = None
         self._complete = False
 
     def _count(self, usage: dict[str, Any] | None) -> None:
@@ -286,7 +325,9 @@ class AnthropicStreamAssembler:
                 return self._close(block)
         elif kind == "message_delta":
             self._count(event.get("usage"))
-            self._stop = (event.get("delta") or {}).get("stop_reason") or self._stop
+            delta = event.get("delta") or {}
+            self._stop = delta.get("stop_reason") or self._stop
+            self._container = delta.get("container") or self._container
         elif kind == "message_stop":
             self._complete = True
         elif kind == "error":
@@ -339,6 +380,7 @@ class AnthropicStreamAssembler:
             return []
         block.data["input"] = joined if joined.strip() else block.data.get("input") or {}
         call = make_call(block.data.get("id"), block.data.get("name", ""), block.data["input"])
+        call = anthropic_call(call, block.data, self.model)
         block.data["_call"] = call
         return [ToolCallFinished(index=block.call_number, call=call)]
 
@@ -356,6 +398,8 @@ class AnthropicStreamAssembler:
         result = builder.build(
             finish_reason=_STOP.get(self._stop, self._stop), usage=_usage(self._usage)
         )
+        blocks = [self._blocks[index].data for index in sorted(self._blocks)]
+        result = _with_programs(result, blocks, self._container)
         if not self._complete:
             raise cut_short(result, "message_stop")
         return events, result

@@ -25,7 +25,9 @@ class AnthropicBackend(HTTPBackend):
 
     ``forced_choice_supported=False`` downgrades ``tool_choice="required"``/a tool name to
     ``auto`` (logged) for models that reject forced tool choice. Claude 4.5 and later models
-    ``supports_tool_search`` (a ``ToolSearch`` then uses Claude's own tool search).
+    ``supports_tool_search`` (a ``ToolSearch`` then uses Claude's own tool search); Claude 4.6
+    and later ``supports_code_execution`` (``code_mode=CodeMode(provider=True)`` then has
+    Claude run the programs: programmatic tool calling).
     """
 
     provider = anthropic.PROVIDER
@@ -69,6 +71,7 @@ class AnthropicBackend(HTTPBackend):
                 supports_tool_choice_required=forced_choice_supported,
                 supports_named_tool_choice=forced_choice_supported,
                 supports_tool_search=claude_capabilities(model).tool_search,
+                supports_code_execution=claude_capabilities(model).code_execution,
             ),
             strict_tools=strict_tools,
         )

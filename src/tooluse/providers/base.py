@@ -25,6 +25,7 @@ from tooluse.sync_bridge import iter_async_on_thread, run_coroutine_blocking
 from tooluse.tools.definition import ToolDefinition
 
 __all__ = [
+    "ProviderProgram",
     "Backend",
     "BaseBackend",
     "as_backend",
@@ -57,6 +58,11 @@ class SamplingParams:
     demand (sent marked deferred, with the provider's search tool); the loop sets it for a
     :class:`~tooluse.retrieval.tool_search.ToolSearch` when the backend
     ``supports_tool_search``, and wires without tool search send every tool as usual.
+    ``code_execution`` lets the provider run the model's programs (its own code mode: Claude's
+    programmatic tool calling, OpenAI Responses'): each tool goes out with the callers of
+    :meth:`~tooluse.tools.definition.ToolDefinition.code_mode_callers`, and the calls a
+    program makes come back as calls whose ``caller`` names it; the loop sets it for
+    ``code_mode=CodeMode(provider=True)`` when the backend ``supports_code_execution``.
     """
 
     temperature: float | None = None
@@ -68,6 +74,7 @@ class SamplingParams:
     extra: dict[str, Any] = field(default_factory=dict)
     cache_tools: bool = False
     deferred_tools: frozenset[str] = frozenset()
+    code_execution: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,6 +97,22 @@ class ModelCapabilities:
     supports_vision: bool = True
     # Whether the provider searches deferred tools itself (SamplingParams.deferred_tools).
     supports_tool_search: bool = False
+    # Whether the provider runs programs that call the tools (SamplingParams.code_execution).
+    supports_code_execution: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderProgram:
+    """A program the provider runs for the model (its own code mode), as one turn shows it:
+    ``code`` when the program started in the turn, ``output`` (and ``is_error``) once its
+    result came. ``runner`` names the provider; the calls the program makes are the turn's
+    calls whose ``caller`` is ``id``."""
+
+    id: str
+    runner: str
+    code: str | None = None
+    output: str | None = None
+    is_error: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,6 +135,8 @@ class GenerationResult:
     finish_reason: str = "stop"
     message: ChatMessage | None = None
     raw: Any = field(default=None, repr=False, compare=False)
+    #: Programs the provider ran or started in this turn (its own code mode).
+    programs: tuple[ProviderProgram, ...] = ()
 
     @property
     def has_tool_calls(self) -> bool:

@@ -56,11 +56,13 @@ class ClaudeCapabilities:
 
     ``sampling``: ``any`` (temperature, top_p, top_k as given), ``one_of`` (temperature or
     top_p, not both) or ``none`` (no sampling parameters at all). ``tool_search``: whether the
-    model takes the tool search tool and deferred tools.
+    model takes the tool search tool and deferred tools. ``code_execution``: whether it runs
+    programs that call the tools (``code_execution_20260120``: Claude 4.6 and later).
     """
 
     sampling: SamplingRule = "any"
     tool_search: bool = False
+    code_execution: bool = False
 
 
 def claude_version(model: str) -> tuple[str, int, int] | None:
@@ -85,10 +87,13 @@ def claude_capabilities(model: str) -> ClaudeCapabilities:
         return ClaudeCapabilities()
     family, major, minor = version
     tool_search = major >= 5 or (major == 4 and minor >= 5)
+    programs = major >= 5 or (major == 4 and minor >= 6)
     if major >= 5 or (major == 4 and minor >= 7 and family == "opus"):
-        return ClaudeCapabilities(sampling="none", tool_search=tool_search)
+        return ClaudeCapabilities(sampling="none", tool_search=tool_search, code_execution=programs)
     if major == 4 and minor >= 1:
-        return ClaudeCapabilities(sampling="one_of", tool_search=tool_search)
+        return ClaudeCapabilities(
+            sampling="one_of", tool_search=tool_search, code_execution=programs
+        )
     return ClaudeCapabilities()
 
 

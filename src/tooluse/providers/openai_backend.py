@@ -31,7 +31,8 @@ class OpenAIBackend(HTTPBackend):
     ``id_style="mistral"`` maps call ids to Mistral's 9-character form.
     Assistant turns without text send ``"content": null`` to OpenAI itself and ``""`` to any
     other server (several compatible servers reject null). On the Responses API, OpenAI's
-    gpt-5.4 and later ``supports_tool_search`` (a ``ToolSearch`` then uses the hosted search).
+    gpt-5.4 and later ``supports_tool_search`` (a ``ToolSearch`` then uses the hosted search)
+    and, on the Responses API, ``supports_code_execution`` (programmatic tool calling).
     """
 
     provider = "openai"
@@ -78,6 +79,10 @@ class OpenAIBackend(HTTPBackend):
             default_capabilities=ModelCapabilities(
                 supports_error_results=False,
                 supports_tool_search=api == "responses"
+                and base.rstrip("/") == OPENAI_URL
+                and responses_tool_search_supported(model),
+                # programmatic tool calling: offered on the same models as the hosted search
+                supports_code_execution=api == "responses"
                 and base.rstrip("/") == OPENAI_URL
                 and responses_tool_search_supported(model),
             ),

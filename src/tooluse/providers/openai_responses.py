@@ -31,6 +31,12 @@ from tooluse.media import Image
 from tooluse.messages import ChatMessage, ProviderState, TextPart, ToolCall, ToolResult, Usage
 from tooluse.providers.base import GenerationResult, SamplingParams, ToolChoice
 from tooluse.providers.call_ids import CallIdMapper
+from tooluse.providers.code_execution import (
+    RESPONSES_PROGRAM_ITEMS,
+    responses_call_caller,
+    responses_programs,
+    with_responses_callers,
+)
 from tooluse.providers.openai_chat import result_text
 from tooluse.providers.tool_loading import RESPONSES_SEARCH_ITEMS, responses_tools
 from tooluse.providers.turn_builder import TurnBuilder, make_call
@@ -53,8 +59,10 @@ PROVIDER = "openai"
 #: The schema dialect of this wire (tool definitions and tool names).
 DIALECT = "openai_responses"
 # Provider state replayed as the item it was, and the items a reasoning item may precede.
-_REPLAYED_ITEMS = frozenset({"reasoning", *RESPONSES_SEARCH_ITEMS})
-_FOLLOWING_ITEMS = frozenset({"message", "function_call", *RESPONSES_SEARCH_ITEMS})
+_REPLAYED_ITEMS = frozenset({"reasoning", *RESPONSES_SEARCH_ITEMS, *RESPONSES_PROGRAM_ITEMS})
+_FOLLOWING_ITEMS = frozenset(
+    {"message", "function_call", *RESPONSES_SEARCH_ITEMS, *RESPONSES_PROGRAM_ITEMS}
+)
 
 
 def encode_request(
@@ -67,28 +75,15 @@ def encode_request(
     strict: bool = False,
 ) -> dict[str, Any]:
     """The Responses request body (stateless: the whole history goes in ``input``)."""
-    wire_id = CallIdMapper("openai")
-    items: list[dict[str, Any]] = []
-    for turn in group_turns(messages, keep_system=True):
-        if isinstance(turn, ResultBatch):
-            items.extend(
-                {
-                    "type": "function_call_output",
-                    "call_id": wire_id(r.call_id),
-                    "output": _output(r),
-                }
-                for r in turn.results
-            )
-        elif turn.role == "assistant":
-            items.extend(_assistant_items(turn, wire_id, model))
-        else:
-            items.append({"role": turn.role, "content": turn.content})
+    items = _input_items(messages, CallIdMapper("openai"), model)
     body: dict[str, Any] = {"input": items}
     if model:
         body["model"] = model
     if tools:
         schemas = [tool_schema(t, "openai_responses", strict=strict) for t in tools]
-        body["tools"] = responses_tools(schemas, tools, params)
+        body["tools"] = with_responses_callers(
+            responses_tools(schemas, tools, params), tools, params
+        )
         choice = normalize_tool_choice(tool_choice, tools)
         body["tool_choice"] = (
             {"type": "function", "name": wire_name(choice[1], DIALECT)}
@@ -108,6 +103,34 @@ def encode_request(
             log.warning("the Responses API has no stop sequences or seed; not sent")
         body.update(params.extra)
     return body
+
+
+def _input_items(
+    messages: Sequence[ChatMessage], wire_id: CallIdMapper, model: str
+) -> list[dict[str, Any]]:
+    """The history as ``input`` items."""
+    items: list[dict[str, Any]] = []
+    callers: dict[str, dict[str, Any]] = {}  # a program's calls: their results name it too
+    for turn in group_turns(messages, keep_system=True):
+        if isinstance(turn, ResultBatch):
+            for r in turn.results:
+                output: dict[str, Any] = {
+                    "type": "function_call_output",
+                    "call_id": wire_id(r.call_id),
+                    "output": _output(r),
+                }
+                if r.call_id in callers:
+                    output["caller"] = callers[r.call_id]
+                items.append(output)
+        elif turn.role == "assistant":
+            for call in turn.tool_calls:
+                state = replayable(call.state, PROVIDER, model)
+                if state is not None and isinstance(state.data.get("caller"), dict):
+                    callers[call.id] = dict(state.data["caller"])
+            items.extend(_assistant_items(turn, wire_id, model))
+        else:
+            items.append({"role": turn.role, "content": turn.content})
+    return items
 
 
 def _output(result: ToolResult) -> str | list[dict[str, Any]]:
@@ -138,6 +161,8 @@ def _assistant_items(
         state = replayable(call.state, PROVIDER, model)
         if state is not None and str(state.data.get("item_id", "")).startswith("fc"):
             item["id"] = state.data["item_id"]
+        if state is not None and isinstance(state.data.get("caller"), dict):
+            item["caller"] = dict(state.data["caller"])  # a call a program made
         return item
 
     items: list[dict[str, Any]] = []
@@ -154,7 +179,7 @@ def _assistant_items(
                 replace(message, parts=(part,)),
                 PROVIDER,
                 model,
-                # only whole reasoning and tool search items go back (no other state)
+                # only whole reasoning, tool search and program items go back
                 reasoning=lambda state: (
                     dict(state.data) if state.data.get("type") in _REPLAYED_ITEMS else None
                 ),
@@ -266,17 +291,26 @@ def decode_response(body: dict[str, Any], *, model: str = "") -> GenerationResul
             parts = item.get("content")
             parts = parts if isinstance(parts, list) else []
             refused = refused or any(c.get("type") == "refusal" for c in parts)
-        elif kind in RESPONSES_SEARCH_ITEMS:  # replayed whole: the tools it loaded stay loaded
+        elif kind in RESPONSES_SEARCH_ITEMS or kind in RESPONSES_PROGRAM_ITEMS:
+            # replayed whole: the tools a search loaded stay loaded, a program goes on
             builder.reasoning("", ProviderState(provider=PROVIDER, model=model, data=dict(item)))
         elif kind == "function_call":
-            state = ProviderState(provider=PROVIDER, model=model, data={"item_id": item.get("id")})
-            builder.call(
-                make_call(item.get("call_id"), item.get("name", ""), item.get("arguments"), state)
-            )
+            builder.call(_call(item, model))
     finish = _finish(body)
     if refused and finish == "stop":
         finish = "refusal"  # as for Chat Completions: the refusal is the text
-    return builder.build(finish_reason=finish, usage=_usage(body.get("usage")), raw=body)
+    result = builder.build(finish_reason=finish, usage=_usage(body.get("usage")), raw=body)
+    programs = responses_programs(body.get("output") or [])
+    return replace(result, programs=programs) if programs else result
+
+
+def _call(item: dict[str, Any], model: str) -> ToolCall:
+    """A ``function_call`` item as a call (with the program that made it, if any)."""
+    caller, replay = responses_call_caller(item)
+    data = {"item_id": item.get("id"), **replay}
+    state = ProviderState(provider=PROVIDER, model=model, data=data)
+    call = make_call(item.get("call_id"), item.get("name", ""), item.get("arguments"), state)
+    return replace(call, caller=caller) if caller else call
 
 
 class ResponsesStreamAssembler:
@@ -327,13 +361,7 @@ class ResponsesStreamAssembler:
             self._done_items[index] = item
             if item.get("type") == "function_call":
                 number = self._call_numbers.setdefault(index, len(self._call_numbers))
-                state = ProviderState(
-                    provider=PROVIDER, model=self.model, data={"item_id": item.get("id")}
-                )
-                call = make_call(
-                    item.get("call_id"), item.get("name", ""), item.get("arguments"), state
-                )
-                return [ToolCallFinished(index=number, call=call)]
+                return [ToolCallFinished(index=number, call=_call(item, self.model))]
         elif kind in ("response.completed", "response.incomplete"):
             self._final = event.get("response") or {}
         elif kind in ("response.failed", "error"):

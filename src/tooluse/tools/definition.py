@@ -158,7 +158,9 @@ class ToolDefinition:
     ``arguments_model`` (set by :meth:`from_callable`/:meth:`from_model`) validates arguments
     by the signature types. ``requires_approval`` makes a run stop before the call until a
     person decides (``tooluse.resume``); ``idempotent`` says a call interrupted by a crash may
-    simply run again when the run resumes.
+    simply run again when the run resumes. ``callers`` says who may call the tool in code
+    mode: ``("direct",)`` the model itself, ``("code",)`` the model's programs, or both;
+    ``None`` leaves it to the run (from programs in code mode, terminal tools directly).
     """
 
     name: str
@@ -167,6 +169,7 @@ class ToolDefinition:
     is_terminal: bool = False
     requires_approval: bool = False
     idempotent: bool = False
+    callers: tuple[str, ...] | None = None
     input_schema: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
     function: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
@@ -182,6 +185,8 @@ class ToolDefinition:
             object.__setattr__(self, "parameters", tuple(self.parameters))
         if not isinstance(self.injected, tuple):
             object.__setattr__(self, "injected", tuple(self.injected))
+        if self.callers is not None:
+            object.__setattr__(self, "callers", _check_callers(self.name, self.callers))
         names = [p.name for p in self.parameters]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -202,6 +207,13 @@ class ToolDefinition:
 
     def __hash__(self) -> int:  # the schema dicts are unhashable; equal tools share these
         return hash((self.name, self.description, self.is_terminal))
+
+    def code_mode_callers(self) -> tuple[str, ...]:
+        """Who may call this tool in code mode: ``callers``, else programs (``("code",)``),
+        except a terminal tool, which the model calls itself (``("direct",)``)."""
+        if self.callers is not None:
+            return self.callers
+        return ("direct",) if self.is_terminal else ("code",)
 
     # ---------------------------------------------------------------- construction
 
@@ -479,6 +491,21 @@ class ToolDefinition:
         if fn is None:
             return False
         return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
+#: Who may call a tool (``ToolDefinition.callers``): the model itself, or its programs.
+CALLERS = ("direct", "code")
+
+
+def _check_callers(name: str, callers: Any) -> tuple[str, ...]:
+    values = (callers,) if isinstance(callers, str) else tuple(callers)
+    wrong = [repr(c) for c in values if c not in CALLERS]
+    if wrong or not values:
+        raise ToolDefinitionError(
+            f"tool {name!r}: callers must name 'direct' and/or 'code', got "
+            f"{', '.join(wrong) or 'nothing'}"
+        )
+    return tuple(dict.fromkeys(values))
 
 
 def _positional_arguments(

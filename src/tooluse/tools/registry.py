@@ -163,6 +163,7 @@ def tool(
     replace: bool = False,
     requires_approval: bool = False,
     idempotent: bool = False,
+    callers: tuple[str, ...] | str | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -179,6 +180,7 @@ def tool(  # noqa: PLR0913 - the decorator's options, all keyword-only
     replace: bool = False,
     requires_approval: bool = False,
     idempotent: bool = False,
+    callers: tuple[str, ...] | str | None = None,
 ) -> Any:
     """Make a function a tool: bare (``@tool``) or with options (``@tool(name=...)``).
 
@@ -187,7 +189,8 @@ def tool(  # noqa: PLR0913 - the decorator's options, all keyword-only
     ``tool_manager`` when one is given (Mesa-LLM style). A parameter named ``agent`` is always
     injected, never shown to the model (``ignore_agent`` is accepted for Mesa-LLM
     compatibility). ``requires_approval=True`` pauses a run before each call of the tool until
-    a person decides; ``idempotent=True`` lets a resumed run repeat a call a crash interrupted.
+    a person decides; ``idempotent=True`` lets a resumed run repeat a call a crash interrupted;
+    ``callers`` says who may call it in code mode (``"direct"``, ``"code"`` or both).
 
     On a method in a class body the instance is never a parameter: the tool is
     ``instance.method`` (bound on access), and nothing is registered until there is an
@@ -199,9 +202,12 @@ def tool(  # noqa: PLR0913 - the decorator's options, all keyword-only
         definition = ToolDefinition.from_callable(
             func, name=name, description=description, is_terminal=is_terminal
         )
-        if requires_approval or idempotent:
+        if requires_approval or idempotent or callers is not None:
             definition = dataclasses.replace(
-                definition, requires_approval=requires_approval, idempotent=idempotent
+                definition,
+                requires_approval=requires_approval,
+                idempotent=idempotent,
+                callers=None if callers is None else tuple(_as_tuple(callers)),
             )
         if not inspect.ismethod(func):  # a bound method is registered as it is
             try:
@@ -223,3 +229,7 @@ def tool(  # noqa: PLR0913 - the decorator's options, all keyword-only
     if fn is not None:
         return decorate(fn)
     return decorate
+
+
+def _as_tuple(callers: tuple[str, ...] | str) -> tuple[str, ...]:
+    return (callers,) if isinstance(callers, str) else tuple(callers)

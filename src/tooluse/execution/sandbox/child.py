@@ -39,7 +39,14 @@ if TYPE_CHECKING:
     from typing import Any
 
     # Defined at run time by child_tree.py, whose source comes first in the program.
-    from tooluse.execution.sandbox.child_tree import _close, _contain, _init, _replies, _supervise
+    from tooluse.execution.sandbox.child_tree import (
+        _close,
+        _contain,
+        _init,
+        _pipes,
+        _replies,
+        _supervise,
+    )
 
 NOBODY = 65534
 WORKDIR = "/sandbox"
@@ -65,6 +72,7 @@ def _config() -> dict[str, int | None]:
     names = (
         "cpu_seconds", "memory_bytes", "file_size_bytes", "allow_subprocess", "allow_network",
         "isolate", "status_fd", "lifeline_fd", "command_fd", "reply_fd", "tmp_mb",
+        "call_fd", "answer_fd",
     )  # fmt: skip
     values = (None if v == "-" else int(v) for v in sys.argv[1].split(","))
     return dict(zip(names, values, strict=True))
@@ -305,7 +313,7 @@ def _isolate(config: dict[str, int | None]) -> list[str]:
         replies = _replies(config)
         pid = os.fork()
         if pid:
-            _close(config["status_fd"], config["command_fd"], config["reply_fd"], relay_w)
+            _close(*_pipes(config), relay_w)
             _supervise(pid, config["lifeline_fd"], relay, replies)
         os.close(relay)
         _close(*(replies or ()))  # nothing of the host stays in the namespace
@@ -332,7 +340,7 @@ def _isolate(config: dict[str, int | None]) -> list[str]:
         # PID 2, with ordinary signal semantics, and PID 1 only waits for it.
         pid = os.fork()
         if pid:
-            _close(config["status_fd"], config["command_fd"], config["reply_fd"])
+            _close(*_pipes(config))
             _close(config["lifeline_fd"])
             _init(pid, relay)
         os.close(relay)

@@ -149,7 +149,7 @@ def _contain(config: dict[str, int | None], libc: "Any", report: list[str]) -> N
     proc = replies[2] if replies is not None else _host_proc()
     pid = os.fork()
     if pid:
-        _close(config["status_fd"], config["command_fd"], config["reply_fd"])
+        _close(*_pipes(config))
         _supervise_tree(pid, config["lifeline_fd"], proc, replies)
     _close(proc, *(replies[:2] if replies is not None else ()))  # nothing of the host stays
     report.append("enforced process_tree subreaper")
@@ -287,6 +287,13 @@ def _sweep(proc: int | None, root: int, keep: "Callable[[int], bool]") -> None:
             except OSError:
                 pass
         time.sleep(0.001)
+
+
+def _pipes(config: "dict[str, int | None]") -> "tuple[int | None, ...]":
+    """The pipes only the code's process keeps: a supervisor or init holding one open would
+    hide from the parent that the code has ended (no end of file)."""
+    names = ("status_fd", "command_fd", "reply_fd", "call_fd", "answer_fd")
+    return tuple(config[name] for name in names)
 
 
 def _close(*fds: int | None) -> None:

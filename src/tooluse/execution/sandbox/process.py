@@ -90,6 +90,12 @@ class Child:
     lifeline_fd: int | None
     command_fd: int | None = None
     reply_fd: int | None = None
+    #: The code's channel to the host (``launch(channel=True)``): the parent reads the code's
+    #: requests on ``call_fd`` and writes answers on ``answer_fd``; ``channel_fds`` are the
+    #: numbers of the other ends in the code's process.
+    call_fd: int | None = None
+    answer_fd: int | None = None
+    channel_fds: tuple[int, int] | None = None
     isolation: tuple[str, ...] = ()
     isolation_missing: tuple[str, ...] = ()
 
@@ -257,9 +263,17 @@ def _private_cache_dir() -> str:
 
 
 def launch(
-    limits: SandboxLimits, work: str, python_executable: str | None, *, session: bool = False
+    limits: SandboxLimits,
+    work: str,
+    python_executable: str | None,
+    *,
+    session: bool = False,
+    channel: bool = False,
 ) -> Child:
-    """Start the child in ``work``; raises ``ToolExecutionError`` off POSIX."""
+    """Start the child in ``work``; raises ``ToolExecutionError`` off POSIX.
+
+    ``channel=True`` adds two pipes between the code and the parent (see :class:`Child`).
+    """
     if os.name != "posix":
         raise ToolExecutionError(
             "the python sandbox needs a POSIX system (resource limits, process groups)",
@@ -278,9 +292,17 @@ def launch(
         child_fds += [command_r, reply_w]
         parent_fds += [command_w, reply_r]
         config.update(command_fd=command_r, reply_fd=reply_w)
+    call_r = answer_w = None
+    config.update(call_fd=None, answer_fd=None)
+    if channel:
+        call_r, call_w = os.pipe()
+        answer_r, answer_w = os.pipe()
+        child_fds += [call_w, answer_r]
+        parent_fds += [call_r, answer_w]
+        config.update(call_fd=call_w, answer_fd=answer_r)
     order = ("cpu_seconds", "memory_bytes", "file_size_bytes", "allow_subprocess",
              "allow_network", "isolate", "status_fd", "lifeline_fd", "command_fd", "reply_fd",
-             "tmp_mb")  # fmt: skip
+             "tmp_mb", "call_fd", "answer_fd")  # fmt: skip
     # Plain integers, not JSON: importing json costs the child time on every run.
     argument = ",".join("-" if config[k] is None else str(int(config[k])) for k in order)
     try:
@@ -310,11 +332,17 @@ def launch(
         lifeline_fd=lifeline_w,
         command_fd=command_w,
         reply_fd=reply_r,
+        call_fd=call_r,
+        answer_fd=answer_w,
+        channel_fds=(config["call_fd"], config["answer_fd"]) if channel else None,
     )
 
 
-def read_isolation(child: Child, limits: SandboxLimits, *, wait: float = 10.0) -> None:
-    """Read the child's isolation report (it ends when the child closes the status pipe)."""
+def read_isolation(
+    child: Child, limits: SandboxLimits, *, wait: float = 10.0, warn: bool = True
+) -> None:
+    """Read the child's isolation report (it ends when the child closes the status pipe);
+    with ``warn``, what is missing is a :class:`SandboxIsolationWarning`."""
     data = b""
     deadline = time.monotonic() + wait
     while True:
@@ -340,7 +368,7 @@ def read_isolation(child: Child, limits: SandboxLimits, *, wait: float = 10.0) -
         missing.append("report: the sandbox ended before reporting its isolation")
     child.isolation = tuple(enforced)
     child.isolation_missing = tuple(missing)
-    if missing and limits.isolate:
+    if missing and limits.isolate and warn:
         warnings.warn(
             "the python sandbox runs with less isolation than asked for: " + "; ".join(missing),
             SandboxIsolationWarning,
@@ -378,7 +406,9 @@ def kill(child: Child) -> None:
 
 def release(child: Child) -> None:
     """Close the parent's ends of the child's pipes."""
-    for fd in (child.status_fd, child.lifeline_fd, child.command_fd, child.reply_fd):
+    fds = (child.status_fd, child.lifeline_fd, child.command_fd, child.reply_fd,
+           child.call_fd, child.answer_fd)  # fmt: skip
+    for fd in fds:
         if fd is not None:
             try:
                 os.close(fd)

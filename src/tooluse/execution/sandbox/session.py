@@ -145,10 +145,17 @@ class SandboxSession:
     run one at a time."""
 
     def __init__(
-        self, limits: SandboxLimits | None = None, *, python_executable: str | None = None
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        python_executable: str | None = None,
+        channel: bool = False,
+        warn_isolation: bool = True,
     ) -> None:
         self.limits = limits or SandboxLimits()
         self.python_executable = python_executable
+        self.with_channel = channel
+        self.warn_isolation = warn_isolation
         self.calls = 0
         self.starts = 0
         self._lock = threading.Lock()
@@ -170,7 +177,13 @@ class SandboxSession:
     def _start(self) -> Child:
         state = self._state
         state.workdir = make_workdir()
-        child = launch(self.limits, state.workdir, self.python_executable, session=True)
+        child = launch(
+            self.limits,
+            state.workdir,
+            self.python_executable,
+            session=True,
+            channel=self.with_channel,
+        )
         state.child = child
         assert child.process.stdout is not None and child.process.stderr is not None
         limit = self.limits.max_output_chars
@@ -180,9 +193,26 @@ class SandboxSession:
         )
         for stream in state.streams:
             stream.start()
-        read_isolation(child, self.limits)
+        read_isolation(child, self.limits, warn=self.warn_isolation)
         self.starts += 1
         return child
+
+    def start(self) -> None:
+        """Start the session's interpreter now (when it is not running), so that the next
+        call does not wait for it. Raises ``ToolExecutionError`` when the session is closed."""
+        with self._lock:
+            if self._closed:
+                raise ToolExecutionError("the sandbox session is closed", tool_name="python")
+            if not self.alive:
+                self._state.stop()
+                self._start()
+
+    @property
+    def child(self) -> Child | None:
+        """The running interpreter's process and pipes (``None`` before the first call), for
+        a session made with ``channel=True``: its ``call_fd``/``answer_fd`` and the numbers of
+        the code's ends (``channel_fds``)."""
+        return self._state.child
 
     def run(self, code: str) -> SandboxResult:
         """Run ``code`` in the session; its variables stay for the next call.
