@@ -13,14 +13,13 @@ request without the program tool, goes to the wrapped model as usual (a text ans
 With ``constrain=False`` the block is written freely (up to the closing fence), for measuring
 what the grammar brings (``benchmarks/measure_code_mode_local.py``).
 
-The block is decoded by a llama.cpp model of its own, loaded from the wrapped backend's model
-file (and adapter): the wrapped backend's contexts and caches are left alone.
+The block is decoded on the wrapped backend's batch engine (its model, adapter and prompt
+caches), beside whatever else that engine decodes.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -142,16 +141,12 @@ class CodeBlockModel(BaseBackend):
         constrain: bool = True,
         max_tokens: int = 160,
         max_statements: int = 6,
-        n_ctx: int = 4096,
     ) -> None:
         self.backend = backend
         self.constrain = constrain
         self.max_tokens = max_tokens
         self.max_statements = max_statements
-        self.n_ctx = n_ctx
         self.name = f"{getattr(backend, 'display_name', 'local')} (program blocks)"
-        self._llm: Any = None
-        self._lock = threading.Lock()
 
     @property
     def capabilities(self) -> ModelCapabilities:
@@ -193,52 +188,26 @@ class CodeBlockModel(BaseBackend):
         system = ChatMessage.system(f"{INSTRUCTIONS}\n```python\n{shown}\n```")
         rest = [m for m in messages if m.role != "system"]
         prompt = self.backend.render([system, *rest]) + FENCE
-        llama_cpp = _llama_cpp()
-        options: dict[str, Any] = {"max_tokens": self.max_tokens, "temperature": 0.0}
+        from tooluse.local.sampling import DecodeSettings, GrammarSampler
+
+        engine = self.backend.engine
+        tokens = engine.tokenize(prompt)
+        settings = DecodeSettings(max_tokens=self.max_tokens, temperature=0.0, stop=("```",))
+        grammar = None
         if self.constrain:
             gbnf = program_grammar(stubs, max_statements=self.max_statements)
-            options["grammar"] = llama_cpp.LlamaGrammar.from_string(gbnf, verbose=False)
-        else:
-            options["stop"] = ["```"]
-        with self._lock:
-            completion = self._model().create_completion(prompt, **options)
-        text = str(completion["choices"][0]["text"])
-        counts = completion.get("usage") or {}
+            grammar = GrammarSampler(self.backend.llm, gbnf)
+        text = "".join(step.text for step in engine.run(tokens, settings, grammar))
         usage = Usage(
-            input_tokens=int(counts.get("prompt_tokens", 0)),
-            output_tokens=int(counts.get("completion_tokens", 0)),
-            requests=1,
+            input_tokens=len(tokens), output_tokens=len(engine.tokenize(text)), requests=1
         )
         return text.split("```")[0].rstrip() + "\n", usage
 
-    def _model(self) -> Any:
-        if self._llm is None:
-            from tooluse.local.threads import llama_thread_options
-
-            options: dict[str, Any] = {"n_ctx": self.n_ctx, "verbose": False}
-            options.update(llama_thread_options())
-            lora = getattr(self.backend, "lora_path", None)
-            if lora is not None:
-                options.update(
-                    lora_path=str(lora), lora_scale=getattr(self.backend, "lora_scale", 1.0)
-                )
-            self._llm = _llama_cpp().Llama(str(self.backend.model_path), **options)
-        return self._llm
-
     def close(self) -> None:
-        llm, self._llm = self._llm, None
-        close = getattr(llm, "close", None)
-        if callable(close):
-            close()
+        """Nothing of its own to free: the block is decoded on the wrapped backend."""
 
 
 def _program_tools(program: ToolDefinition) -> list[ToolDefinition]:
     """The tools a program may call, as the program tool's settings keep them."""
     tools = program.metadata.get("code_tools")
     return list(tools) if isinstance(tools, (list, tuple)) else []
-
-
-def _llama_cpp() -> Any:
-    from tooluse.local.runtime import import_llama_cpp
-
-    return import_llama_cpp()
