@@ -510,7 +510,7 @@ def rows_demo(r: Results) -> list[str]:
 def rows_serve(r: Results) -> list[str]:
     f = r.figures("serve")
     ours, theirs = f["tooluse_serve"], f["llama_cpp_server"]
-    return [
+    rows = [
         _row(
             "serve",
             "`tooluse serve`, plain-text generation",
@@ -527,6 +527,68 @@ def rows_serve(r: Results) -> list[str]:
             f"{theirs['valid_calls']}/{theirs['replies_with_call']} calls valid",
         ),
     ]
+    if "tooluse_serve_concurrent" in f:
+        together = f["tooluse_serve_concurrent"]
+        rows.append(
+            _row(
+                "serve",
+                f"`tooluse serve`, 8 concurrent clients ({together['requests']} requests, "
+                "text and tool calls)",
+                f"{together['tokens_per_s']} tok/s of all",
+                f"`--concurrency 1`: {f['tooluse_serve_one_at_a_time']['tokens_per_s']} tok/s; "
+                f"`llama_cpp.server`: {f['llama_cpp_server_concurrent']['tokens_per_s']} tok/s",
+                f"{f['concurrent_over_one_at_a_time']:.2f}x, "
+                f"{f['concurrent_over_llama_cpp_server']:.2f}x",
+            )
+        )
+    return rows
+
+
+def rows_batch(r: Results) -> list[str]:
+    f = r.figures("batch")
+    limit = f["limit_tokens_per_s"]
+    rows = [
+        _row(
+            "batch",
+            "local model, 8 sequences decoded together (greedy, 64 tokens each)",
+            f"batch engine: {f['engine_tokens_per_s']['8']} tok/s",
+            f"llama.cpp's own batched decode: {limit['8']} tok/s (one sequence: {limit['1']})",
+            f"{f['engine_tokens_per_s']['8'] / limit['8']:.2f}x the limit",
+        )
+    ]
+    b = f["bfcl"]
+    rows.append(
+        _row(
+            "batch",
+            f"`tooluse eval bfcl -j 8`, {b['entries']} simple_python entries, local:base",
+            f"{b['batched_j8']['items_per_minute']} items/min "
+            f"({len(b['verdicts_differ'])} verdicts differ)",
+            f"`-j 1`: {b['one_at_a_time']['items_per_minute']} items/min",
+            f"{b['ratio']:.2f}x (decode limit {f['limit_gain_at_8']:.2f}x)",
+        )
+    )
+    t = f["rft"]
+    rows.append(
+        _row(
+            "batch",
+            f"`train rft` sampling, {t['samples_per_task']} samples per task",
+            f"{t['batched_samples_per_s']} samples/s together",
+            f"one at a time: {t['one_at_a_time_samples_per_s']} samples/s",
+            f"{t['ratio']:.2f}x",
+        )
+    )
+    if "ray" in f:
+        y = f["ray"]
+        rows.append(
+            _row(
+                "batch",
+                "the Ray engine, 2 actors, the same BFCL entries",
+                f"{y['ray_2_actors']['items_per_minute']} items/min",
+                f"local engine `-j 8`: {y['local_j8_items_per_minute']} items/min",
+                f"{y['ratio']:.2f}x",
+            )
+        )
+    return rows
 
 
 # Table order; every bench_*.py needs an entry.
@@ -541,6 +603,7 @@ TABLE: dict[str, Callable[[Results], list[str]]] = {
     "code_mode": rows_code_mode,
     "local": rows_local,
     "kv_snapshots": rows_kv_snapshots,
+    "batch": rows_batch,
     "serve": rows_serve,
     "demo": rows_demo,
     "evals": rows_evals,
