@@ -118,8 +118,11 @@ def test_batched_greedy_outputs_equal_one_at_a_time_with_and_without_grammars(ll
     alone = [[s.token for s in alone_engine.run(*job)] for job in jobs]
     alone_engine.close()
     together = _engine(llm, batch=8)
+    # the context holds the kept prompts and the latest until more sequences want to run
+    assert len(together._slots) == 3 and together.slots == 8
     batched = _run_all_at_once(together, jobs)
     assert together.stats.most_at_once > 4  # they really shared decode steps
+    assert together.stats.grown == 1 and len(together._slots) == 8
     together.close()
     assert batched == alone
     assert all(len(tokens) > 3 for tokens in alone)
@@ -155,7 +158,7 @@ def test_a_sequence_joins_while_others_decode(llm, prompts):
 
 @pytest.mark.slow
 def test_a_cancelled_sequence_frees_its_cells_and_the_others_finish(llm, prompts):
-    engine = _engine(llm, batch=4, keep=0)
+    engine = _engine(llm, batch=4, keep=3)  # four slots from the start: no growing
     settings = DecodeSettings(max_tokens=30)
     expected = [s.token for s in engine.run(prompts[3][0], settings)]
     stopped = engine.run(prompts[1][0], DecodeSettings(max_tokens=200))

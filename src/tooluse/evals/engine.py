@@ -182,6 +182,7 @@ class _WorkerPool:
 
     def __init__(self, make_worker: WorkerFactory) -> None:
         self._make = make_worker
+        self.made_in = 0.0  # seconds spent making workers (model loads), summed
         self._cond = threading.Condition()
         self._workers: list[Worker] = []
         self._free: dict[int, int] = {}  # id(worker) -> places left
@@ -199,6 +200,7 @@ class _WorkerPool:
                     break
                 self._cond.wait()
             self._making += 1
+        started = time.perf_counter()
         try:
             worker = self._make()
         finally:
@@ -206,6 +208,7 @@ class _WorkerPool:
                 self._making -= 1
                 self._cond.notify_all()
         with self._cond:
+            self.made_in += time.perf_counter() - started
             self._known = True
             self._workers.append(worker)
             self._free[id(worker)] = worker_capacity(worker) - 1
@@ -230,7 +233,7 @@ def _run_local(
     *,
     concurrency: int,
     item_timeout: float | None,
-) -> None:
+) -> dict[str, float]:
     pending: queue.Queue[WorkItem] = queue.Queue()
     for item in todo:
         pending.put(item)
@@ -277,6 +280,7 @@ def _run_local(
     for thread in threads:
         thread.start()
     _collect(finished, len(threads), emit, stop)
+    return {"workers_made": round(pool.made_in, 3)}
 
 
 def _collect(
@@ -408,18 +412,18 @@ def _dispatch(
     make_worker: WorkerFactory,
     emit: Callable[[WorkItem, dict[str, Any]], None],
     options: EngineOptions,
-) -> None:
-    """Run ``todo`` on the chosen engine, calling ``emit`` for each finished item."""
+) -> dict[str, float]:
+    """Run ``todo`` on the chosen engine, calling ``emit`` for each finished item; returns
+    where the time went (:attr:`EngineRun.phases`)."""
     if options.engine == "local":
-        _run_local(
+        return _run_local(
             todo,
             make_worker,
             emit,
             concurrency=options.concurrency,
             item_timeout=options.item_timeout,
         )
-        return
-    run_on_ray(
+    return run_on_ray(
         todo,
         make_worker,
         emit,
@@ -489,9 +493,10 @@ def run_items(
             if opts.on_record is not None:
                 opts.on_record(row)
 
+        phases: dict[str, float] = {}
         if todo:
             try:
-                _dispatch(todo, make_worker, emit, opts)
+                phases = _dispatch(todo, make_worker, emit, opts)
             except RunInterrupted as stopped:
                 stopped.records = _in_order(keys, {**existing, **fresh})
                 raise
@@ -504,4 +509,5 @@ def run_items(
         failed=sum(1 for r in records if r.get("error")),
         seconds=seconds,
         items_per_minute=(len(fresh) / seconds * 60.0) if seconds > 0 and fresh else 0.0,
+        phases=phases,
     )

@@ -87,19 +87,24 @@ class _WorkerActor:
     takes several (the actor is threaded)."""
 
     def __init__(self, make_worker: WorkerFactory) -> None:
+        started = time.perf_counter()
         self._worker = make_worker()
+        self._made_in = time.perf_counter() - started
         self._runs = min(MAX_ACTOR_ITEMS, worker_capacity(self._worker))
         # Ray hands every call a thread at once: items beyond what the worker takes (the
         # pipelined one) wait here, in the actor, for a running one to end
         self._places = threading.BoundedSemaphore(self._runs)
 
-    def ready(self) -> int:
-        """How many items the actor runs at once."""
-        return self._runs
+    def ready(self) -> tuple[int, float]:
+        """How many items the actor runs at once, and the seconds its worker took to make."""
+        return self._runs, self._made_in
 
-    def run(self, item: WorkItem) -> dict[str, Any]:
+    def run(self, item: WorkItem) -> tuple[dict[str, Any], float]:
+        """The item's record and the seconds it ran (waiting for a place not counted)."""
         with self._places:
-            return call_worker(self._worker, item)
+            started = time.perf_counter()
+            record = call_worker(self._worker, item)
+            return record, time.perf_counter() - started
 
     def stop(self) -> None:
         """Ask the running item's generation to stop (called in the ``control`` group, so it
@@ -144,6 +149,10 @@ class _RayPool:
         # actors still loading their worker: readiness ref -> actor (items go only to ready
         # actors, so an item's timeout never counts a model load)
         self.starting: dict[Any, Any] = {}
+        # where the time goes: the workers' making (model loads) in the actors, the wait from
+        # the pool's start until the last actor is ready, the items' run time in the actors
+        self.began = time.monotonic()
+        self.phases = {"workers_made_seconds": 0.0, "actors_ready_after": 0.0, "items_seconds": 0.0}
         self.reused: set[Any] = set()  # kept actors whose readiness is being checked
 
     def emit(self, item: WorkItem, record: dict[str, Any]) -> None:
@@ -193,7 +202,8 @@ class _RayPool:
             return
         actor, item, _started = self.flight.pop(ref)
         try:
-            record = self.ray.get(ref)
+            record, seconds = self.ray.get(ref)
+            self.phases["items_seconds"] += seconds
         except (RayActorError, WorkerCrashedError) as exc:
             if getattr(exc, "actor_init_failed", False):
                 raise _failed_start(exc) from exc
@@ -212,7 +222,9 @@ class _RayPool:
 
         actor = self.starting.pop(ref)
         try:
-            runs = self.ray.get(ref)
+            runs, made_in = self.ray.get(ref)
+            self.phases["workers_made_seconds"] += made_in
+            self.phases["actors_ready_after"] = time.monotonic() - self.began
         except (RayActorError, WorkerCrashedError, RayTaskError) as exc:
             if actor not in self.reused:
                 raise _failed_start(exc) from exc
@@ -307,13 +319,17 @@ def run_on_ray(  # noqa: PLR0913 - the engine's options, keyword-only
     item_timeout: float | None,
     max_retries: int,
     cpus_per_worker: float | None = None,
-) -> None:
+) -> dict[str, float]:
     """Run ``todo`` on ``workers`` Ray actors, calling ``emit(item, record)`` per finished item.
     Each actor reserves ``cpus_per_worker`` CPUs (``None``: an equal whole share of the
     cluster's, at least one), which Ray passes on as ``OMP_NUM_THREADS``, the local model's
-    thread count."""
+    thread count. Returns where the time went (seconds): ``ray_start``, ``workers_made`` (in
+    the actors, summed), ``actors_ready_after`` (the last actor), ``items`` (run time in the
+    actors, summed) and ``wall``."""
     ray = _import_ray()
+    began = time.monotonic()
     started_here = ensure_ray(address)
+    ray_start = time.monotonic() - began
     from ray.exceptions import GetTimeoutError
 
     wanted = max(1, min(workers, len(todo)))
@@ -362,6 +378,13 @@ def run_on_ray(  # noqa: PLR0913 - the engine's options, keyword-only
                 ray.shutdown()
         except KeyboardInterrupt:  # a second Ctrl-C: what is left ends with the Ray session
             pass
+    return {
+        "ray_start": round(ray_start, 3),
+        "workers_made": round(pool.phases["workers_made_seconds"], 3),
+        "actors_ready_after": round(pool.phases["actors_ready_after"], 3),
+        "items": round(pool.phases["items_seconds"], 3),
+        "wall": round(time.monotonic() - began, 3),
+    }
 
 
 def _retry_or_fail(

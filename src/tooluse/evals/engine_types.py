@@ -7,7 +7,7 @@ A leaf under :mod:`tooluse.evals.engine` (the local engine and the entry point) 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
@@ -82,6 +82,10 @@ class EngineRun:
     failed: int
     seconds: float
     items_per_minute: float
+    #: Where the time went, in seconds, by phase (the Ray engine's: ``ray_start``,
+    #: ``workers_made``, ``actors_ready_after``, ``items``, ``wall``; the local engine's:
+    #: ``workers_made``)
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 def error_record(exc: BaseException | None, kind: str, message: str = "") -> dict[str, Any]:

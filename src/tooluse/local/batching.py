@@ -130,6 +130,7 @@ class EngineStats:
     reused_tokens: int = 0  # prompt tokens found in a cache or copied from another slot
     most_at_once: int = 0  # the most sequences decoded in one step
     cancelled: int = 0
+    grown: int = 0  # times the context grew to the full batch
 
 
 @dataclass(eq=False)
@@ -193,42 +194,55 @@ class BatchEngine:
         self.slots, self.batch = plan_slots(
             n_ctx, kv_bytes_per_token(llm), batch=batch, keep=keep, budget=kv_budget
         )
-        threads = threads if threads is not None else default_threads()
-        # llm's own settings (attention kind, RoPE scaling...), so that a sequence's numbers are
-        # the ones llm's context gives
-        params = lib.llama_context_params.from_buffer_copy(llm.context_params)
-        params.n_ctx = n_ctx * self.slots
-        params.n_batch = params.n_ubatch = n_batch
-        params.n_seq_max = self.slots
-        params.n_threads = params.n_threads_batch = threads
-        # A KV stream per sequence: with one cache shared by all, a sequence's attention runs
-        # over every sequence's cells (masked), and its numbers then depend on the others'
-        # lengths (a logit moved by 0.47 and greedy text changed); with a stream each, a
-        # sequence decodes as it would alone.
-        params.kv_unified = False
-        self._ctx = lib.llama_init_from_model(llm._model.model, params)
-        if not self._ctx:
-            raise BackendError(
-                f"llama.cpp could not create a context of {self.slots} sequences x {n_ctx} tokens"
-            )
-        if lora is not None:
-            adapters = (lib.llama_adapter_lora_p_ctypes * 1)(lora)
-            scales = (ctypes.c_float * 1)(lora_scale)
-            lib.llama_set_adapters_lora(self._ctx, adapters, 1, scales)
-        self._memory = lib.llama_get_memory(self._ctx)
+        self._threads = threads if threads is not None else default_threads()
+        self._lora, self._lora_scale = lora, lora_scale
+        self._ctx: Any = None
+        # Until more sequences than that want to run at once, the context holds only the
+        # prompts kept aside and the latest (its KV memory is allocated whole, per slot).
+        self._open(min(self.slots, keep + 1))
         self._batch = lib.llama_batch_init(max(n_batch, self.slots), 0, 1)
         self.vocab = Vocabulary.of(llm)
         self.n_vocab = self.vocab.n_vocab
         self.eos = self.vocab.eos
         self.stats = EngineStats()
         self.last_prefill_tokens = 0
-        self._slots = [_Slot(seq=i) for i in range(self.slots)]
         self._waiting: deque[_Request] = deque()
         self._active: list[_Request] = []
         self._cond = threading.Condition()
         self._closed = False
         self._clock = itertools.count(1)
         self._thread: threading.Thread | None = None
+
+    def _open(self, slots: int) -> None:
+        """(Re)create the context with ``slots`` sequence slots, all empty."""
+        lib = self._lib
+        if self._ctx is not None:
+            lib.llama_free(self._ctx)
+            self._ctx = None
+        # llm's own settings (attention kind, RoPE scaling...), so that a sequence's numbers are
+        # the ones llm's context gives
+        params = lib.llama_context_params.from_buffer_copy(self.llm.context_params)
+        params.n_ctx = self.n_ctx * slots
+        params.n_batch = params.n_ubatch = self.n_batch
+        params.n_seq_max = slots
+        params.n_threads = params.n_threads_batch = self._threads
+        # A KV stream per sequence: with one cache shared by all, a sequence's attention runs
+        # over every sequence's cells (masked), and its numbers then depend on the others'
+        # lengths (a logit moved by 0.47 and greedy text changed); with a stream each, a
+        # sequence decodes as it would alone.
+        params.kv_unified = False
+        self._ctx = lib.llama_init_from_model(self.llm._model.model, params)
+        if not self._ctx:
+            raise BackendError(
+                f"llama.cpp could not create a context of {slots} sequences x {self.n_ctx} tokens"
+            )
+        if self._lora is not None:
+            adapters = (lib.llama_adapter_lora_p_ctypes * 1)(self._lora)
+            scales = (ctypes.c_float * 1)(self._lora_scale)
+            lib.llama_set_adapters_lora(self._ctx, adapters, 1, scales)
+        self._memory = lib.llama_get_memory(self._ctx)
+        self._slots = [_Slot(seq=i) for i in range(slots)]
+        self._growing = False
 
     # -- what callers use ---------------------------------------------------------------------
 
@@ -422,12 +436,20 @@ class BatchEngine:
     def _admit(self) -> None:
         """Move waiting sequences into free slots (called with the condition held). A sequence
         whose prompt shares a long prefix with one still being read waits for it, then copies
-        it (the k samples of one task, a server's clients with one system prompt)."""
+        it (the k samples of one task, a server's clients with one system prompt). When more
+        sequences want to run than the context has slots, the context grows to the full batch
+        once the running ones end (their caches go with the old context)."""
+        if self._growing:
+            if self._active:
+                return
+            self._open(self.slots)
+            self.stats.grown += 1
         for request in list(self._waiting):
             if len(self._active) >= self.batch:
                 return
             free = [slot for slot in self._slots if slot.request is None]
             if not free:
+                self._growing = len(self._slots) < self.slots
                 return
             if self._reading_its_prefix(request):
                 continue

@@ -243,5 +243,6 @@ def run_bfcl_job(  # noqa: PLR0913 - the job's options, keyword-only
         seconds=round(run.seconds, 3),
     )
     summary["ran"], summary["resumed"] = run.ran, run.skipped
+    summary["phases"] = run.phases  # where the time went (model loads, Ray's start...)
     (directory / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     return summary
