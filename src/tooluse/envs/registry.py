@@ -139,3 +139,10 @@ for _domain in ("telecom", "mock"):  # the domains whose tasks carry a ticket
         f"tau2:{_domain}:solo",
         LazyFactory("tooluse.envs.tau2.environment:solo_environment", (_domain,)),
     )
+environment_registry.register(
+    "nestful", LazyFactory("tooluse.envs.nested.environment:NestfulEnvironment")
+)
+environment_registry.register(
+    "complexfuncbench",
+    LazyFactory("tooluse.envs.nested.environment:ComplexFuncBenchEnvironment"),
+)
