@@ -143,3 +143,13 @@ def test_eval_env_nestful_runs_and_reports_the_papers_figures(tmp_path):
     assert result.exit_code == 0, result.output
     assert "reward full_sequence" in result.output and "reward name_f1" in result.output
     assert "nestful: solved 0/3" in result.output
+
+
+def test_complexfuncbench_ends_a_sample_that_calls_on_after_its_gold_calls():
+    environment = env("complexfuncbench")
+    script = environment.gold_script(0)
+    extra = [*script[:-1], script[0], script[-1]]  # the first call again, after all of them
+    trajectory = play(environment, 0, extra)
+    last = trajectory.steps[-1].result
+    assert last.info["end"] == "called_after_done" and not trajectory.success
+    assert last.info["metrics"]["call_accuracy"] == 1.0

@@ -19,7 +19,8 @@ when every gold call is matched and the model then answers. Its matching is rule
 then by replaying the call against the live API and by an LLM judge; only the rule-based part
 is used here (the other two need RapidAPI and GPT-4o), so a call that is right in a way only
 those would see counts as wrong. As in its runner, a turn whose calls all fail to match ends
-the sample, and its location-lookup functions are optional.
+the sample, so does a call after every gold call is made, and its location-lookup functions
+are optional.
 """
 
 from __future__ import annotations
