@@ -66,7 +66,8 @@ __all__ = ["Tau2Environment", "UserFactory", "solo_environment"]
 
 #: A user simulator backend for a task (``task_index -> Backend``), e.g. a scripted user.
 UserFactory = Callable[[int], Backend]
-_CACHE_SIZE = 32
+#: Live package environments kept (an airline one holds its 7 MB database as objects).
+_CACHE_SIZE = 8
 
 
 class Tau2Environment(ToolEnvironment):
@@ -112,7 +113,7 @@ class Tau2Environment(ToolEnvironment):
             max_steps=max_steps,
         )
         probe = self.package.environment(solo=solo)
-        self._policy = self.package.policy(solo=solo)
+        self._policy = self.package.policy(solo=True) if solo else probe.get_policy()
         agent_tools = self.package.agent_tools(probe, solo=solo)
         self._tools = (*agent_tools, done_tool()) if solo else agent_tools
         self._user_tools = () if solo else self.package.user_tools(probe)
