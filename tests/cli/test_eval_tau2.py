@@ -100,3 +100,8 @@ def test_ctrl_c_keeps_the_finished_conversations_and_the_rerun_resumes(tmp_path)
     assert rerun.returncode == 0, rerun.stderr
     assert re.search(r"ran / resumed\s+3 / 2", rerun.stdout)
     assert sorted(r["key"] for r in rows(out)) == [f"{i}/0" for i in range(5)]
+
+
+def test_a_user_model_that_cannot_load_is_a_usage_error():
+    bad = invoke("eval", "tau2", "--domain", "mock", "-m", "local", "--user-model", "nope:x")
+    assert bad.exit_code == 2 and "the user model 'nope:x' cannot be loaded" in bad.output

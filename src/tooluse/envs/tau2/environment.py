@@ -77,10 +77,10 @@ class Tau2Environment(ToolEnvironment):
     by tooluse's seeded hash); without it, ``task_set`` names one of the package's task sets
     (default ``base``, as the package's runner; ``all``: every task of the file, 2,285 for
     telecom). ``limit`` keeps the first tasks. The user simulator is ``user_model`` (a model
-    string) or ``user`` (a backend, a function of the task index giving one, such as a
-    scripted user, or ``"gold"``: the scripted user of the gold play,
-    :mod:`tooluse.envs.tau2.gold`); ``solo=True`` plays without one. ``max_steps`` and ``max_errors`` are the
-    package's limits on the conversation's messages and failed calls.
+    string, loaded at once) or ``user`` (a backend, a function of the task index giving one,
+    such as a scripted user, or ``"gold"``: the scripted user of the gold play,
+    :mod:`tooluse.envs.tau2.gold`); ``solo=True`` plays without one. ``max_steps`` and
+    ``max_errors`` are the package's limits on the conversation's messages and failed calls.
     """
 
     def __init__(  # noqa: PLR0913 - the environment's options, keyword-only
@@ -112,23 +112,38 @@ class Tau2Environment(ToolEnvironment):
             rewards=(CorrectnessReward(),) if rewards is None else rewards,
             max_steps=max_steps,
         )
+        self._user, self._user_backend = user, self._user_model(user_model, user)
         probe = self.package.environment(solo=solo)
         self._policy = self.package.policy(solo=True) if solo else probe.get_policy()
         agent_tools = self.package.agent_tools(probe, solo=solo)
         self._tools = (*agent_tools, done_tool()) if solo else agent_tools
         self._user_tools = () if solo else self.package.user_tools(probe)
         self.max_errors = max_errors
-        if not solo and user_model is None and user is None:
+        self._user_params = SamplingParams(temperature=user_temperature)
+        self._envs: OrderedDict[str, Any] = OrderedDict()
+        self._gold: dict[int, tuple[Any, Any] | None] = {}
+        self._lock = threading.Lock()
+
+    def _user_model(self, user_model: str | None, user: Any) -> Backend | None:
+        """The user model's backend, loaded now (a bad model string is an error here, not in
+        every task); ``ValueError`` when a conversation with a customer has none."""
+        if self.solo:
+            return None
+        if isinstance(user, str) and user != "gold":
+            raise ValueError(f"unknown user {user!r}: pass a backend, or user='gold'")
+        if user is not None:
+            return None
+        if user_model is None:
             raise ValueError(
                 f"{self.name} needs a user simulator: pass user_model= (--user-model MODEL)"
                 + (" or play it solo (--solo)" if self.package.has_solo else "")
             )
-        self._user_model, self._user = user_model, user
-        self._user_params = SamplingParams(temperature=user_temperature)
-        self._user_backend: Backend | None = None
-        self._envs: OrderedDict[str, Any] = OrderedDict()
-        self._gold: dict[int, tuple[Any, Any] | None] = {}
-        self._lock = threading.Lock()
+        from tooluse.providers.model_registry import load_model
+
+        try:
+            return load_model(user_model)
+        except Exception as exc:  # a model string or extra the user must fix
+            raise ValueError(f"the user model {user_model!r} cannot be loaded: {exc}") from exc
 
     def _select(self, split: str | None, task_set: str | None, limit: int | None) -> list[Any]:
         """The package tasks of the split or task set (see the class)."""
@@ -180,21 +195,14 @@ class Tau2Environment(ToolEnvironment):
         backend: Any
         if self._user == "gold":
             backend = ScriptedUser(gold_script(task).user)
-        elif isinstance(self._user, str):
-            raise ValueError(f"unknown user {self._user!r}: pass a backend, or user='gold'")
         elif self._user is not None:
             backend = (
                 self._user(task_index)
                 if callable(self._user) and not hasattr(self._user, "generate")
                 else self._user
             )
-        elif self._user_model is not None:
-            with self._lock:
-                if self._user_backend is None:
-                    from tooluse.providers.model_registry import load_model
-
-                    self._user_backend = load_model(self._user_model)
-                backend = self._user_backend
+        elif self._user_backend is not None:
+            backend = self._user_backend
         else:  # solo: no user (checked at construction)
             raise ValueError(f"{self.name} has no user simulator")
         guidelines = self.package.user_guidelines(with_tools=bool(self._user_tools))
