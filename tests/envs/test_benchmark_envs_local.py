@@ -44,7 +44,9 @@ def check(trajectory):
 
 def test_a_customer_conversation_with_the_model_on_both_sides(model):
     # mock: its policy and tools take 900 tokens (airline's 5,400 would take minutes a turn)
-    env = environment_registry.get(name="tau2:mock", split="test", limit=1, user=model, max_steps=5)
+    env = environment_registry.get(
+        name="tau2:mock", split="test", limit=1, user=model, user_max_tokens=48, max_steps=3
+    )
     trajectory = play(env, model)
     check(trajectory)
     last = trajectory.steps[-1].result.info
@@ -68,7 +70,8 @@ def test_a_nested_call_sample(model, name):
 
 def test_telecom_solo_is_larger_than_the_models_context_a_clear_error(model, tmp_path):
     env = environment_registry.get(name="tau2:telecom:solo", split="test", limit=1)
-    runner = TrajectoryRunner(environment=env, backend=model)
+    # The first turn must call (a text answer could be written with a prompt without the tools).
+    runner = TrajectoryRunner(environment=env, backend=model, tool_choice="required")
     result = runner.run_evaluation(out=tmp_path, progress=False)
     assert "the context holds 8192" in result.records[0]["error"]
     assert result.summary["errors"] == 1

@@ -79,7 +79,8 @@ class Tau2Environment(ToolEnvironment):
     telecom). ``limit`` keeps the first tasks. The user simulator is ``user_model`` (a model
     string, loaded at once) or ``user`` (a backend, a function of the task index giving one,
     such as a scripted user, or ``"gold"``: the scripted user of the gold play,
-    :mod:`tooluse.envs.tau2.gold`); ``solo=True`` plays without one. ``max_steps`` and
+    :mod:`tooluse.envs.tau2.gold`), sampled at ``user_temperature`` with at most
+    ``user_max_tokens`` per reply; ``solo=True`` plays without one. ``max_steps`` and
     ``max_errors`` are the package's limits on the conversation's messages and failed calls.
     """
 
@@ -95,6 +96,7 @@ class Tau2Environment(ToolEnvironment):
         user_model: str | None = None,
         user: Backend | UserFactory | str | None = None,
         user_temperature: float = 0.0,
+        user_max_tokens: int | None = None,
         max_steps: int = 100,
         max_errors: int = 10,
         rewards: Sequence[Any] | None = None,
@@ -119,7 +121,7 @@ class Tau2Environment(ToolEnvironment):
         self._tools = (*agent_tools, done_tool()) if solo else agent_tools
         self._user_tools = () if solo else self.package.user_tools(probe)
         self.max_errors = max_errors
-        self._user_params = SamplingParams(temperature=user_temperature)
+        self._user_params = SamplingParams(temperature=user_temperature, max_tokens=user_max_tokens)
         self._envs: OrderedDict[str, Any] = OrderedDict()
         self._gold: dict[int, tuple[Any, Any] | None] = {}
         self._lock = threading.Lock()
