@@ -356,6 +356,7 @@ def rows_code_mode(r: Any) -> list[str]:
         ),
     ]
 
+
 #: The runs of ``measure_benchmark_envs.py``: their row titles and the figures each shows.
 _BENCHMARK_RUNS = {
     "tau2_telecom_solo": "τ²-bench telecom, solo, test split",
