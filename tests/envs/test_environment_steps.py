@@ -47,6 +47,7 @@ def test_reset_exposes_tools_and_prompt_but_not_the_answer(env):
         "tool_results",
         "user_message",
         "system_prompt",
+        "history",
     }
     assert "12" not in state.observation.system_prompt
     assert not state.done and state.step_count == 0

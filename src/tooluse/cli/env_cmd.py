@@ -5,11 +5,17 @@
     tooluse eval env bfcl:multi_turn_base --model local --limit 20 --out runs/bfcl
     tooluse eval env math:gsm8k --data gsm8k.jsonl --model local --samples 4 --engine ray --out runs/g
     tooluse eval env bfcl:memory_kv --model local --limit 5 --out runs/m   # memory filled first
+    tooluse eval env tau2:airline --model local --user-model local --split test -k 4 --out runs/a
+    tooluse eval env tau2:telecom --solo --model local --split test --out runs/t
+    tooluse eval env nestful --model local --split test --out runs/n
 
 Trajectories go to ``DIR/trajectories.jsonl`` as they finish (run the same command again to
-resume), the figures to ``DIR/summary.json``, and the summary table is printed. ``-o FILE``
-also writes the trajectories of this run, in task order, to one JSONL file (after Ctrl-C:
-those that finished).
+resume), the figures to ``DIR/summary.json`` (pass@k and pass^k for k up to ``-k``), and the
+summary table is printed. ``-o FILE`` also writes the trajectories of this run, in task order,
+to one JSONL file (after Ctrl-C: those that finished). τ²-bench environments
+(``tau2:<domain>``) take ``--user-model`` (the model playing the customer) or ``--solo``
+(telecom and mock: no customer, the agent works from the ticket), and ``--task-set`` (one of
+the package's task sets when no ``--split`` is given).
 """
 
 from __future__ import annotations
@@ -75,6 +81,25 @@ SplitOption = Annotated[
     typer.Option("--split", help="train or test: that split's tasks (procedural: test is fixed)."),
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+UserModelOption = Annotated[
+    str | None,
+    typer.Option("--user-model", help="tau2: the model that plays the customer (any model)."),
+]
+SoloOption = Annotated[
+    bool, typer.Option("--solo", help="tau2 telecom/mock: no customer; work from the ticket.")
+]
+TaskSetOption = Annotated[
+    str | None,
+    typer.Option("--task-set", help="tau2: the package's task set (base, full, small, all)."),
+]
+TemperatureOption = Annotated[
+    float,
+    typer.Option(
+        "--temperature",
+        min=0.0,
+        help="Sampling temperature (above 0, each of the -k samples draws differently).",
+    ),
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +114,7 @@ class _EnvRun:
     max_tokens: int | None
     max_turns: int | None
     tool_choice: str = "auto"
+    temperature: float = 0.0
 
     @property
     def system_prompt(self) -> str:
@@ -106,7 +132,9 @@ class _EnvRun:
         return TrajectoryRunner(
             environment=environment,
             backend=backend,
-            sampling_params=SamplingParams(temperature=0.0, max_tokens=self.max_tokens),
+            sampling_params=SamplingParams(
+                temperature=self.temperature, max_tokens=self.max_tokens
+            ),
             system_prompt=self.system_prompt,
             tool_call_parser=parser,
             max_turns=self.max_turns,
@@ -129,6 +157,7 @@ class _EnvRun:
                 max_tokens=self.max_tokens,
                 max_turns=self.max_turns,
                 tool_choice=self.tool_choice,
+                temperature=self.temperature,
             ),
         )
 
@@ -141,7 +170,10 @@ def _environment_or_exit(plan: _EnvRun) -> Any:
             name=plan.env_name, tool_types=plan.tool_types, **plan.environment_options
         )
     except TypeError:
-        typer.echo(f"error: environment {plan.env_name!r} has no train/test splits", err=True)
+        given = ", ".join(sorted(k for k in plan.environment_options if k != "data_path"))
+        typer.echo(
+            f"error: environment {plan.env_name!r} does not take these options: {given}", err=True
+        )
         raise typer.Exit(2) from None
     except (KeyError, ValueError, ImportError) as exc:
         typer.echo(f"error: {exc.args[0]}", err=True)
@@ -191,6 +223,10 @@ def env_command(  # noqa: PLR0913 - one parameter per command-line option
     split: SplitOption = None,
     quiet: QuietOption = False,
     tool_choice: ToolChoiceOption = "auto",
+    user_model: UserModelOption = None,
+    solo: SoloOption = False,
+    task_set: TaskSetOption = None,
+    temperature: TemperatureOption = 0.0,
 ) -> None:
     """Run a model on a tool environment's tasks; print the summary table."""
     from tooluse.cli.shared import check_output_paths, interruptible_run
@@ -205,6 +241,8 @@ def env_command(  # noqa: PLR0913 - one parameter per command-line option
     environment_options: dict[str, Any] = {"data_path": str(data)} if data is not None else {}
     if split is not None:
         environment_options["split"] = split
+    options = {"user_model": user_model, "task_set": task_set, "solo": solo or None}
+    environment_options.update({k: v for k, v in options.items() if v is not None})
     plan = _EnvRun(
         env_name=name or env,
         model=model,
@@ -214,6 +252,7 @@ def env_command(  # noqa: PLR0913 - one parameter per command-line option
         max_tokens=max_tokens,
         max_turns=max_turns,
         tool_choice=tool_choice,
+        temperature=temperature,
     )
     environment = _environment_or_exit(plan)
     check_output_paths(out, output)

@@ -34,7 +34,7 @@ from tooluse.envs.rewards import (
     with_monitoring,
 )
 from tooluse.execution.local import ToolExecutor as AsyncToolExecutor
-from tooluse.messages import ToolCall, ToolResult
+from tooluse.messages import ChatMessage, ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition, ToolParameter, ToolParameterType
 
 __all__ = [
@@ -73,6 +73,10 @@ class Observation:
     #: The task's own instructions (BFCL's agentic entries: memory contents, answer format),
     #: set by ``reset``; a runner puts them first in the system prompt.
     system_prompt: str = ""
+    #: The conversation before ``prompt`` (a τ²-bench agent's greeting, or a task that starts
+    #: mid-conversation), set by ``reset``; a runner puts it between the system prompt and
+    #: the prompt.
+    history: tuple[ChatMessage, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

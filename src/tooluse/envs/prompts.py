@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-__all__ = ["BFCL_PROMPT", "MATH_PROMPT", "default_system_prompt"]
+__all__ = ["BFCL_PROMPT", "MATH_PROMPT", "OWN_INSTRUCTIONS", "default_system_prompt"]
 
 MATH_PROMPT = "Use the tools to solve the problem, then call submit_answer with the answer."
 BFCL_PROMPT = (
@@ -12,6 +12,14 @@ BFCL_PROMPT = (
 )
 
 
+#: Environments whose tasks carry their own instructions (τ²-bench's policy, the nested-call
+#: benchmarks' task text): the runner adds nothing to them.
+OWN_INSTRUCTIONS = ("tau2:", "nestful", "complexfuncbench")
+
+
 def default_system_prompt(environment: str) -> str:
-    """The system prompt for the environment called ``environment``."""
+    """The system prompt for the environment called ``environment`` (empty for those whose
+    tasks bring their own instructions)."""
+    if environment.startswith(OWN_INSTRUCTIONS):
+        return ""
     return BFCL_PROMPT if environment.startswith("bfcl:") else MATH_PROMPT

@@ -129,3 +129,20 @@ for _category in ("web_search_base", "web_search_no_snippet"):
         f"bfcl:{_category}",
         LazyFactory("tooluse.evals.bfcl.web_search:BFCLWebSearchEnvironment", (_category,)),
     )
+for _domain in ("airline", "retail", "telecom", "mock"):
+    environment_registry.register(
+        f"tau2:{_domain}",
+        LazyFactory("tooluse.envs.tau2.environment:Tau2Environment", (_domain,)),
+    )
+for _domain in ("telecom", "mock"):  # the domains whose tasks carry a ticket
+    environment_registry.register(
+        f"tau2:{_domain}:solo",
+        LazyFactory("tooluse.envs.tau2.environment:solo_environment", (_domain,)),
+    )
+environment_registry.register(
+    "nestful", LazyFactory("tooluse.envs.nested.environment:NestfulEnvironment")
+)
+environment_registry.register(
+    "complexfuncbench",
+    LazyFactory("tooluse.envs.nested.environment:ComplexFuncBenchEnvironment"),
+)

@@ -227,9 +227,12 @@ def _json_safe(value: Any) -> Any:
 class _Episode:
     """One episode in progress: the environment state and the steps so far (runner-internal)."""
 
-    def __init__(self, environment: ToolEnvironment, state: EnvState) -> None:
+    def __init__(
+        self, environment: ToolEnvironment, state: EnvState, params: SamplingParams | None
+    ) -> None:
         self.environment = environment
         self.state = state
+        self.params = params
         self.steps: list[TrajectoryStep] = []
         self.text = ""
         self.cancel = CancellationToken()
@@ -389,10 +392,19 @@ class TrajectoryRunner:
 
     def _start(self, task_index: int, seed: int | None) -> tuple[_Episode, list[ChatMessage]]:
         state, _info = self.environment.reset(seed=seed, options={"task_index": task_index})
-        episode = _Episode(self.environment, state)
-        parts = (state.observation.system_prompt, self.system_prompt or "")
+        params = self.sampling_params
+        if seed is not None and params is not None and params.seed is None:
+            # each sample of a task draws its own tokens (pass^k needs differing tries when
+            # the temperature is above 0), the same ones again when the run resumes
+            params = dataclasses.replace(params, seed=seed)
+        episode = _Episode(self.environment, state, params)
+        observation = state.observation
+        parts = (observation.system_prompt, self.system_prompt or "")
         system = "\n\n".join(part for part in parts if part) or None
-        return episode, initial_history(state.observation.prompt, system)
+        prompt: Any = observation.prompt
+        if observation.history:  # the conversation so far, then the prompt
+            prompt = [*observation.history, ChatMessage.user(observation.prompt)]
+        return episode, initial_history(prompt, system)
 
     def _setup(self, episode: _Episode) -> LoopSetup:
         """The loop for one user turn, with the tools the environment offers now."""
@@ -406,7 +418,7 @@ class TrajectoryRunner:
             tool_choice=self.tool_choice,
             max_tool_iters=self.max_turns,
             tool_call_parser=self.tool_call_parser,
-            params=self.sampling_params,
+            params=episode.params,
             before_tool_call=None,
             after_tool_call=None,
             tool_timeout=None,

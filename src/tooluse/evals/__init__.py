@@ -53,6 +53,7 @@ from tooluse.evals.evaluation import (
     EvaluationResult,
     format_summary,
     pass_at_k,
+    pass_hat_k,
     run_evaluation,
     summarize,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "load_bfcl_entries",
     "load_sample",
     "pass_at_k",
+    "pass_hat_k",
     "run_bfcl",
     "run_bfcl_job",
     "run_evaluation",

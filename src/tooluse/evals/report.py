@@ -9,7 +9,8 @@ A run is a directory written by ``tooluse eval bfcl --out DIR`` (``results.jsonl
 ``summary.json``) or by ``tooluse eval env NAME --out DIR`` (``trajectories.jsonl``: each
 trajectory is an item of its environment's category). Runs holding BFCL categories get BFCL
 v4's overall score (:mod:`tooluse.evals.report_score`), per run or over all runs together. The page shows accuracy per category (bars, runs side by side), the error
-types, the latency distribution, and a table of every item (prompt, tools offered, raw output,
+types, pass^k against k for runs with several tries per task
+(:mod:`tooluse.evals.report_passk`), the latency distribution, and a table of every item (prompt, tools offered, raw output,
 decoded calls, expected answer, verdict) filtered by run, category, verdict and error type.
 Traces (a saved ``RunResult`` or an environment trajectory) are shown as collapsible timelines
 (:mod:`tooluse.evals.trace_view`).
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tooluse.evals.engine import read_results
+from tooluse.evals.report_passk import pass_k_section
 from tooluse.evals.report_score import (
     NamedRecords,
     has_bfcl_categories,
@@ -78,6 +80,7 @@ def _trajectory_record(key: str, row: dict[str, Any], environment: str) -> dict[
         "decoded": None,
         "expected": row.get("reference"),
         "sample": row.get("sample", 0),
+        "task_index": row.get("task_index"),
     }
 
 
@@ -461,6 +464,7 @@ def render_report(
             *_score_section(runs, combine),
             "<h2>Accuracy per category</h2>",
             accuracy_svg(runs),
+            *pass_k_section(runs),
             "<h2>Error types (wrong items)</h2>",
             f'<div class="charts">{error_charts}</div>',
             "<h2>Latency per item</h2>",

@@ -53,7 +53,10 @@ __all__ = [
 #: categories whose tools stay the same through an entry replay BFCL's ground truth; the
 #: reasoning-gym datasets below run their entry's expression in python; the last three teach
 #: when not to call, which tool to call, and the yes/no question of ``YesNoDecider``
-#: (:mod:`tooluse.train.bfcl_teachers`; ``relevance:NAME`` asks it of any teacher).
+#: (:mod:`tooluse.train.bfcl_teachers`; ``relevance:NAME`` asks it of any teacher); the
+#: τ²-bench domains play each task's expected actions (with the scripted customer, or solo),
+#: and NESTFUL and ComplexFuncBench make their gold call sequences, the calls getting the
+#: recorded (or, for NESTFUL, made-up) outputs.
 TEACHERS = (
     "math:arithmetic",
     "bfcl:multi_turn_base",
@@ -65,6 +68,13 @@ TEACHERS = (
     "bfcl:live_irrelevance",
     "bfcl:multi_turn_calls",
     "bfcl:relevance",
+    "tau2:airline",
+    "tau2:retail",
+    "tau2:telecom",
+    "tau2:telecom:solo",
+    "tau2:mock",
+    "nestful",
+    "complexfuncbench",
 )
 _REASONING_GYM = "reasoning_gym:"
 _LISTED = 8  # how many bad lines or calls an error message names
@@ -271,6 +281,8 @@ def _teacher_script(env: Any, index: int) -> list[Any]:
         return list(_arithmetic_turns(env.task(index)))
     if env.name.startswith(_REASONING_GYM):
         return list(_expression_turns(env.task(index)))
+    if hasattr(env, "gold_script"):  # τ²-bench, NESTFUL, ComplexFuncBench
+        return list(env.gold_script(index))
     from tooluse.evals.bfcl.world import ground_truth_calls
 
     script: list[Any] = []
@@ -317,6 +329,8 @@ def _played_conversations(
 
     if environment == "math:arithmetic" or environment.startswith(_REASONING_GYM):
         env = environment_registry.get(name=environment, split=split, size=size, seed=seed)
+    elif environment.startswith("tau2:") and not environment.endswith(":solo"):
+        env = environment_registry.get(name=environment, split=split, limit=size, user="gold")
     else:  # a fixed set: its train split, at most ``size`` entries
         env = environment_registry.get(name=environment, split=split, limit=size)
     conversations = []
@@ -329,6 +343,8 @@ def _played_conversations(
             )
             trajectory = runner.run_trajectory(task_index=index)
             record = trajectory.to_dict()
+            if not trajectory.success and hasattr(env, "gold_script"):
+                continue  # the benchmark's own expected actions miss its criteria: left out
             if not trajectory.success:  # the solver is wrong: never train on it
                 raise TrainDataError(f"the teacher failed task {trajectory.task_id}")
             if _submits_what_python_printed(record):

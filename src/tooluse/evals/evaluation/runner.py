@@ -11,8 +11,10 @@ their figures (pass@k, rewards per name and type) here, so that evals builds on 
 Every (task, sample) pair is one engine item, keyed ``"<task_index>/<sample>"``; each finished
 trajectory is appended at once to ``<out>/trajectories.jsonl`` (so a killed run loses only the
 trajectories in flight and a second run skips those already written), and ``<out>/summary.json``
-gets the figures: success rate, pass@k, mean reward per reward name and per reward type,
-calls and seconds per trajectory. A line of the trajectories file that is not JSON (a damaged
+gets the figures: success rate, pass@k and pass^k for every k up to the samples per task, mean
+reward per reward name and per reward type, calls and seconds per trajectory. pass@k is the
+chance that at least one of k tries solves a task, pass^k (τ-bench's reliability figure) that
+all k do; both are the unbiased estimates from the n samples of each task, averaged over tasks. A line of the trajectories file that is not JSON (a damaged
 file) is moved to ``trajectories.corrupt.jsonl`` with a warning, and its trajectory is run again.
 Before the first item, the environment's ``prepare(runner, out=, task_indices=)`` plays what
 the tasks depend on (BFCL's memory questions: the conversations that fill their memory).
@@ -26,7 +28,6 @@ model="local"))``.
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 import warnings
@@ -38,6 +39,7 @@ from typing import Any, Literal
 from tooluse.envs.runner_spec import RunnerSpec, runner_from_spec
 from tooluse.envs.trajectory import TrajectoryRunner
 from tooluse.evals.engine import EngineRun, WorkItem, run_items
+from tooluse.evals.pass_k import pass_at_k, pass_figures, pass_hat_k
 from tooluse.evals.results import repair_results
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "RunnerSpec",
     "format_summary",
     "pass_at_k",
+    "pass_hat_k",
     "repair_trajectories_file",
     "run_evaluation",
     "runner_from_spec",
@@ -87,15 +90,6 @@ def _rewards_by_type(record: Mapping[str, Any]) -> dict[str, float]:
     return {kind: sum(v) / len(v) for kind, v in values.items()}
 
 
-def pass_at_k(samples: int, correct: int, k: int) -> float:
-    """The unbiased pass@k estimate for one task: ``1 - C(n - c, k) / C(n, k)``."""
-    if k > samples:
-        raise ValueError(f"pass@{k} needs at least {k} samples per task, got {samples}")
-    if samples - correct < k:
-        return 1.0
-    return 1.0 - math.comb(samples - correct, k) / math.comb(samples, k)
-
-
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -105,18 +99,14 @@ def summarize(records: Sequence[Mapping[str, Any]], *, samples_per_task: int = 1
 
     ``reward_by_name`` is the mean over trajectories of each reward's mean value per
     trajectory; ``reward_by_type`` the same per reward type (``step``, ``outcome``);
-    ``total_reward`` the mean weighted total. ``pass_at_k`` uses the unbiased estimator over
-    the tasks' samples.
+    ``total_reward`` the mean weighted total. ``pass_at_k`` and ``pass_hat_k`` (pass^k) use
+    the unbiased estimators over the tasks' samples, for k = 1..``samples_per_task``.
     """
     ok = [r for r in records if not r.get("error")]
     by_task: dict[int, list[bool]] = {}
     for r in ok:
         by_task.setdefault(int(r["task_index"]), []).append(bool(r["success"]))
-    ks = sorted({1, samples_per_task})
-    passes: dict[str, float | None] = {}
-    for k in ks:
-        scores = [pass_at_k(len(s), sum(s), k) for s in by_task.values() if len(s) >= k]
-        passes[str(k)] = _mean(scores)
+    passes, reliability = pass_figures(by_task, samples_per_task)
     names: dict[str, list[float]] = {}
     kinds: dict[str, list[float]] = {}
     for r in ok:
@@ -132,6 +122,7 @@ def summarize(records: Sequence[Mapping[str, Any]], *, samples_per_task: int = 1
         "samples_per_task": samples_per_task,
         "success_rate": _mean([float(r["success"]) for r in ok]),
         "pass_at_k": passes,
+        "pass_hat_k": reliability,
         "total_reward": _mean([float(r.get("total_reward", 0.0)) for r in ok]),
         "reward_by_name": {n: _mean(v) for n, v in sorted(names.items())},
         "reward_by_type": {k: _mean(v) for k, v in sorted(kinds.items())},
@@ -292,6 +283,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         ("success rate", show(summary["success_rate"])),
     ]
     rows += [(f"pass@{k}", show(v)) for k, v in summary["pass_at_k"].items()]
+    rows += [(f"pass^{k}", show(v)) for k, v in summary.get("pass_hat_k", {}).items()]
     rows.append(("total reward (mean)", show(summary["total_reward"])))
     rows += [(f"reward {n}", show(v)) for n, v in summary["reward_by_name"].items()]
     rows += [(f"reward type {k}", show(v)) for k, v in summary["reward_by_type"].items()]
