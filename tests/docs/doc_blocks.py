@@ -3,7 +3,8 @@
 A fenced block's info string says what it is:
 
 - ```` ```python ```` runs, in page order, in one namespace per page (like a notebook);
-  a ```` ```text title="Output" ```` block right after it is what it must print.
+  a ```` ```text title="Output" ```` block right after it is what it must print
+  (``title="Output (first lines)"``: what its output must start with).
 - ```` ```python title="Needs OPENAI_API_KEY" ```` (a title starting with "Needs ") calls a
   hosted API: it is type-checked with mypy (after the page's earlier blocks), not run.
 - A block titled with a file name (```` ```python title="my_tools.py" ````,
@@ -45,6 +46,7 @@ class Block:
     code: str
     directives: tuple[str, ...] = ()
     output: str | None = field(default=None)
+    output_is_prefix: bool = False
 
     @property
     def where(self) -> str:
@@ -59,7 +61,7 @@ class Block:
             return "needs-key" if self.title.startswith("Needs ") else "run"
         if self.lang in SHELLS:
             return "shell"
-        if self.lang == "text" and self.title == "Output":
+        if self.lang == "text" and self.title in ("Output", "Output (first lines)"):
             return "output"
         return "other"
 
@@ -101,7 +103,8 @@ def read_blocks(path: Path) -> list[Block]:
         )
         if block.kind == "output" and blocks and blocks[-1].kind == "run":
             previous = blocks.pop()
-            block = Block(**{**previous.__dict__, "output": block.code})
+            prefix = block.title == "Output (first lines)"
+            block = Block(**{**previous.__dict__, "output": block.code, "output_is_prefix": prefix})
         blocks.append(block)
         index = end + 1
     return blocks

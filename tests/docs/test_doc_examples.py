@@ -103,6 +103,13 @@ def _check_command(words: list[str], block: Block) -> None:
         raise AssertionError(f"{block.where}: the docs tests do not know command {program!r}")
 
 
+def _environment() -> dict[str, str]:
+    """The test's environment with this interpreter's folder first on PATH, as in an activated
+    virtualenv: a page's ``python -m ...`` is the Python tooluse is installed in."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, "PATH": path}
+
+
 def _run_shell(block: Block, cwd: Path) -> None:
     parse_only = block.directive("parse-only")
     for words in shell_commands(block.code):
@@ -119,6 +126,7 @@ def _run_shell(block: Block, cwd: Path) -> None:
             text=True,
             timeout=600,
             check=False,
+            env=_environment(),
         )
         assert done.returncode == 0, f"{block.where}: {' '.join(words)}\n{done.stderr[-3000:]}"
 
@@ -141,6 +149,7 @@ def _server(command: str, cwd: Path):
     process = subprocess.Popen(
         [sys.executable, "-m", "tooluse", *words[1:], "--port", str(port)],
         cwd=cwd,
+        env=_environment(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -173,7 +182,10 @@ def _run_python(block: Block, module: types.ModuleType, cwd: Path) -> None:
         with contextlib.redirect_stdout(printed):
             exec(compile(code, block.where, "exec"), module.__dict__)
     if block.output is not None:
-        assert printed.getvalue().strip() == block.output.strip(), (
+        shown = printed.getvalue().strip()
+        if block.output_is_prefix:
+            shown = "\n".join(shown.splitlines()[: len(block.output.strip().splitlines())])
+        assert shown == block.output.strip(), (
             f"{block.where}: printed\n{printed.getvalue()}\nbut the page shows\n{block.output}"
         )
 
@@ -183,6 +195,7 @@ def test_page_examples_run(path: Path, tmp_path: Path, monkeypatch: pytest.Monke
     blocks = read_blocks(path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PATH", _environment()["PATH"])  # for servers a Python block starts
     name = "docs_page_" + re.sub(r"\W", "_", _page_id(path))
     module = types.ModuleType(name)
     monkeypatch.setitem(sys.modules, name, module)
