@@ -90,7 +90,9 @@ def chart_bfcl(results: dict[str, dict[str, Any]]) -> Any:
     """The embedded base model on every BFCL v4 category it was run on (``bfcl.json``)."""
     base = results["bfcl"]["models"]["base"]
     labels = [c for c, row in base["categories"].items() if row.get("total")]
-    values = [base["categories"][c]["correct"] / base["categories"][c]["total"] * 100 for c in labels]
+    values = [
+        base["categories"][c]["correct"] / base["categories"][c]["total"] * 100 for c in labels
+    ]
     figure, ax = plt.subplots(figsize=(7.5, 0.32 * len(labels) + 1))
     _hbars(ax, labels, {"local:base": (values, TOOLUSE)})
     ax.set_xlim(0, 110)
@@ -160,7 +162,9 @@ def chart_serve(results: dict[str, dict[str, Any]]) -> Any:
     ours, theirs = f["tooluse_serve"], f["llama_cpp_server"]
     names = ["tooluse serve", "llama_cpp.server"]
     figure, (speed, tools) = plt.subplots(1, 2, figsize=(9, 2.2))
-    bars = speed.barh(names, [ours["tokens_per_s"], theirs["tokens_per_s"]], color=[TOOLUSE, BASELINE])
+    bars = speed.barh(
+        names, [ours["tokens_per_s"], theirs["tokens_per_s"]], color=[TOOLUSE, BASELINE]
+    )
     speed.bar_label(bars, fmt="%.0f", padding=3, fontsize=8)
     speed.set_xlabel("plain-text tokens per second")
     speed.invert_yaxis()

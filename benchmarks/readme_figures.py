@@ -80,7 +80,9 @@ class Results:
             path = self.directory / f"{name}.json"
             if not path.is_file():
                 how = MEASUREMENTS.get(name, f"run `python benchmarks/run_all.py {name}`")
-                raise FiguresError(f"{path.name} is missing in {self.directory}; {how} to produce it")
+                raise FiguresError(
+                    f"{path.name} is missing in {self.directory}; {how} to produce it"
+                )
             try:
                 self._loaded[name] = json.loads(path.read_text(encoding="utf-8"))
             except json.JSONDecodeError as exc:

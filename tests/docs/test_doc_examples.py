@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 import typer.main
-
 from tests.docs.doc_blocks import ROOT, Block, documents, read_blocks, shell_commands
+
 from tooluse import DEFAULT_REGISTRY
 from tooluse.cli.app import app
 

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 from markdown.extensions.toc import slugify
-
 from tests.docs.doc_blocks import ROOT, read_blocks, shell_commands
 
 DOCS = ROOT / "docs"
@@ -202,7 +201,9 @@ def test_search_finds_approval_and_a_chart_renders_in_chromium(served: str) -> N
     try:
         browser.goto(served)
         browser.click("label.md-search__icon, .md-search__input")
-        browser.wait_for("document.activeElement && document.activeElement.matches('.md-search__input')")
+        browser.wait_for(
+            "document.activeElement && document.activeElement.matches('.md-search__input')"
+        )
         browser.type_text("approval")
         first = browser.wait_for(
             "(() => { const a = document.querySelector('.md-search-result__item a');"
