@@ -24,7 +24,10 @@ class Browser:
     """One headless Chromium with one page, driven over the DevTools pipe."""
 
     def __init__(self, *, width: int = 1280, height: int = 900) -> None:
-        self._profile = tempfile.TemporaryDirectory(prefix="tooluse-docs-chromium-")
+        # Chromium's helper processes may still write to the profile while it is removed
+        self._profile = tempfile.TemporaryDirectory(
+            prefix="tooluse-docs-chromium-", ignore_cleanup_errors=True
+        )
         to_child_read, self._to_child = os.pipe()
         self._from_child, from_child_write = os.pipe()
 
