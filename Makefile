@@ -53,8 +53,8 @@ $(STAMP): $(PY) pyproject.toml Makefile
 install: $(STAMP)
 
 lint: install
-	$(VENV)/bin/ruff check src tests benchmarks examples
-	$(VENV)/bin/ruff format --check src tests benchmarks examples
+	$(VENV)/bin/ruff check src tests benchmarks examples docs
+	$(VENV)/bin/ruff format --check src tests benchmarks examples docs
 
 typecheck: install
 	$(VENV)/bin/mypy

@@ -20,6 +20,9 @@ import pytest
 from markdown.extensions.toc import slugify
 from tests.docs.doc_blocks import ROOT, read_blocks, shell_commands
 
+# one worker builds the site once for all of them (pytest-xdist, --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("docs-site")
+
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 ARTEFACTS = ROOT / "build" / "test-artifacts" / "docs-site"
