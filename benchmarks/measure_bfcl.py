@@ -1,6 +1,6 @@
 """The embedded model on every BFCL v4 category, with the official overall score.
 
-    python benchmarks/measure_bfcl.py                     # the base model, the README's sample
+    python benchmarks/measure_bfcl.py                     # the base model, the BFCL benchmark page's sample
     python benchmarks/measure_bfcl.py --label trained --model "local:#n_ctx=8192"
 
 The untouched model runs with SmolLM2's full 8,192-token context (``local:base#n_ctx=8192``):

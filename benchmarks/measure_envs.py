@@ -48,7 +48,7 @@ def smallest_bfcl_entries(count: int) -> list[int]:
 def measure(name: str, indices: list[int], engine: str, options: dict, max_tokens: int) -> dict:
     spec = RunnerSpec(
         environment=name,
-        model="local:base",  # the README's table: the untouched model
+        model="local:base",  # the environments table of the docs: the untouched model
         environment_options=options,
         system_prompt=default_system_prompt(name),
         max_tokens=max_tokens,

@@ -1,6 +1,6 @@
-"""The local backend's grounding check on BFCL: the README table's entries with it and without.
+"""The local backend's grounding check on BFCL: the BFCL page's 50-entry table with it and without.
 
-Runs the embedded model with the check off (``local:#grounding=off``) on the README BFCL
+Runs the embedded model with the check off (``local:#grounding=off``) on the BFCL page's
 table's entries (seven single-turn categories, 50 each: ``--sample 100 --seed 0 --limit 50``),
 then reads each reply's calls against its request with ``grounded_share``, the check's own
 function. With the check on, a refused call becomes a text answer and every other reply stays
@@ -35,14 +35,14 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "grounding.json"
 sys.path.insert(0, str(HERE))  # the sibling module below
-# the README BFCL table's seven categories, as the training table measures them
+# the BFCL page's seven categories, as the training table measures them
 from measure_training import BFCL_CATEGORIES as CATEGORIES  # noqa: E402
 
 THRESHOLDS = (0.0, 0.25, 0.5, 0.75, 0.99)
 
 
 def bfcl_command(model: str, categories: tuple[str, ...], limit: int, out: Path) -> list[str]:
-    """The `tooluse eval bfcl` command of the README table's entries."""
+    """The `tooluse eval bfcl` command of the BFCL page's entries."""
     return [
         *(sys.executable, "-m", "tooluse", "eval", "bfcl", "-m", model),
         *("-c", ",".join(categories), "--sample", "100", "--seed", "0"),

@@ -2,7 +2,7 @@
 the **test** splits, same engine, same entries, one worker.
 
 The BFCL single-turn categories, which training never touches, run on the entries of the
-README's BFCL table (the first 50 of each category's seed-0 100-entry sample).
+BFCL page's 50-entry table (the first 50 of each category's seed-0 100-entry sample).
 
     python benchmarks/measure_training.py --adapter runs/train/sft/adapter.gguf
     python benchmarks/measure_training.py --adapter A --only math:arithmetic --limit 10

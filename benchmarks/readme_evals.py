@@ -203,6 +203,8 @@ def render_bfcl(r: Any) -> str:
         f"{seconds / 60:.0f} minutes on the 2-core machine"
         + (f" ({first['conditions']})." if first.get("conditions") else "."),
         "",
+        "<!-- docs-test: parse-only: MODEL stands for the model string above; each runs for minutes"
+        " to hours -->",
         "```bash",
         *(
             f"# not run here: {command}" if name in first.get("skipped", ()) else command

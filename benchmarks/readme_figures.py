@@ -1,10 +1,11 @@
-"""Render the README's benchmark figures from the results files in ``benchmarks/results/``.
+"""Render the figures of the README and the documentation from ``benchmarks/results/``.
 
-Every figure the README quotes from a benchmark sits between markers such as
-``<!-- benchmarks:begin -->`` and ``<!-- benchmarks:end -->``; this script renders each block
-from the JSON the benchmarks wrote (``run_all.py``), so the README cannot drift from them.
+Every figure the README or a documentation page quotes from a benchmark sits between markers
+such as ``<!-- benchmarks:begin -->`` and ``<!-- benchmarks:end -->``; this script renders each
+block from the JSON the benchmarks wrote (``run_all.py`` and the ``measure_*.py`` scripts), so
+no page can drift from them. ``DOCUMENTS`` says which file holds which block.
 
-    python benchmarks/readme_figures.py          rewrite the README's blocks
+    python benchmarks/readme_figures.py          rewrite the blocks
     python benchmarks/readme_figures.py --check  exit 1 and list the blocks that differ
 
 Each row of the Benchmarks table names the results file it comes from, and every
@@ -22,7 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module below
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules below
+from docs_figures import (  # noqa: E402 - after the path it is found on
+    render_bfcl_options,
+    render_environments,
+    render_headline,
+)
 from readme_evals import (  # noqa: E402 - after the path it is found on
     render_benchmark_envs,
     render_bfcl,
@@ -36,21 +42,27 @@ from readme_evals import (  # noqa: E402 - after the path it is found on
 )
 
 HERE = Path(__file__).resolve().parent
-README = HERE.parent / "README.md"
+ROOT = HERE.parent
 RESULTS = HERE / "results"
 
 
 class FiguresError(Exception):
-    """A results file or a README marker is missing or malformed."""
+    """A results file or a block marker is missing or malformed."""
 
 
-#: Results files that a measurement script writes, not ``run_all.py``.
+#: Results files that ``run_all.py`` does not write, and how to produce each.
 MEASUREMENTS = {
-    "train": "measure_training.py",
-    "bfcl": "measure_bfcl.py",
-    "grounding": "measure_grounding.py",
-    "benchmark_envs": "measure_benchmark_envs.py",
+    "train": "run `python benchmarks/measure_training.py`",
+    "bfcl": "run `python benchmarks/measure_bfcl.py`",
+    "grounding": "run `python benchmarks/measure_grounding.py`",
+    "environments": "run `python benchmarks/measure_envs.py`",
+    "bfcl_options": "run the commands its figures came from (see the BFCL benchmark page)",
+    "benchmark_envs": "run `python benchmarks/measure_benchmark_envs.py`",
 }
+
+#: Benchmarks whose script exists but whose figures have not been measured yet: while their
+#: results file is missing, their rows are left out (a test checks each is really missing).
+NOT_YET_MEASURED = {"batch"}
 
 
 class Results:
@@ -60,15 +72,18 @@ class Results:
         self.directory = directory
         self._loaded: dict[str, dict[str, Any]] = {}
 
+    def has(self, name: str) -> bool:
+        """Whether ``<name>.json`` exists."""
+        return (self.directory / f"{name}.json").is_file()
+
     def record(self, name: str) -> dict[str, Any]:
         """The whole record of ``<name>.json``."""
         if name not in self._loaded:
             path = self.directory / f"{name}.json"
             if not path.is_file():
-                script = MEASUREMENTS.get(name, f"run_all.py {name}")
+                how = MEASUREMENTS.get(name, f"run `python benchmarks/run_all.py {name}`")
                 raise FiguresError(
-                    f"{path.name} is missing in {self.directory}; "
-                    f"run `python benchmarks/{script}` to produce it"
+                    f"{path.name} is missing in {self.directory}; {how} to produce it"
                 )
             try:
                 self._loaded[name] = json.loads(path.read_text(encoding="utf-8"))
@@ -634,14 +649,17 @@ def _run_line(name: str, record: dict[str, Any]) -> str:
 def render_benchmarks(r: Results) -> str:
     unknown = sorted(set(benchmark_names()) - set(TABLE))
     if unknown:
-        raise FiguresError(f"no README rows for benchmark(s): {', '.join(unknown)}")
+        raise FiguresError(f"no table rows for benchmark(s): {', '.join(unknown)}")
     lines = [
         "| what (results file) | tooluse | baseline (same run) | ratio |",
         "|---|---|---|---|",
     ]
-    for name, rows in TABLE.items():
+    measured = {
+        name: rows for name, rows in TABLE.items() if name not in NOT_YET_MEASURED or r.has(name)
+    }
+    for rows in measured.values():
         lines += rows(r)
-    records = {name: r.record(name) for name in TABLE}
+    records = {name: r.record(name) for name in measured}
     minutes = sum(rec["seconds"] for rec in records.values()) / 60
     lines += ["", f"The runs behind the table ({minutes:.0f} minutes in all):", ""]
     lines += [f"- {_run_line(name, rec)}" for name, rec in sorted(records.items())]
@@ -737,6 +755,7 @@ def render_format_peak(r: Results) -> str:
 
 # Blocks of whole lines (markers on lines of their own) and spans inside a line of prose.
 BLOCKS: dict[str, Callable[[Results], str]] = {
+    "headline": render_headline,
     "benchmarks": render_benchmarks,
     "demo-figures": render_demo,
     "serve-figures": render_serve,
@@ -746,8 +765,21 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "tool-search-figures": render_tool_search,
     "bfcl-figures": render_bfcl,
     "benchmark-envs-figures": render_benchmark_envs,
+    "bfcl-options": render_bfcl_options,
+    "environments": render_environments,
 }
 SPANS: dict[str, Callable[[Results], str]] = {"format-peak": render_format_peak}
+
+#: Which file (relative to the repository) holds which blocks; each block is in one file.
+DOCUMENTS: dict[str, tuple[str, ...]] = {
+    "README.md": ("headline",),
+    "docs/benchmarks/index.md": ("benchmarks", "mutation-figures"),
+    "docs/benchmarks/local-model.md": ("demo-figures", "serve-figures"),
+    "docs/benchmarks/bfcl.md": ("bfcl-figures", "bfcl-options", "grounding-figures"),
+    "docs/benchmarks/training.md": ("train-figures", "environments", "benchmark-envs-figures"),
+    "docs/benchmarks/tool-search.md": ("tool-search-figures",),
+    "docs/guides/formats.md": ("format-peak",),
+}
 
 
 def _renderers() -> dict[str, Callable[[Results], str]]:
@@ -761,38 +793,42 @@ def _markers(name: str) -> tuple[str, str]:
     return f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
 
 
-def read_block(text: str, name: str) -> tuple[int, int]:
-    """Start and end offsets of block ``name``'s content in ``text``."""
+def read_block(text: str, name: str, document: str = "README.md") -> tuple[int, int]:
+    """Start and end offsets of block ``name``'s content in ``text`` (the file ``document``)."""
     begin, end = _markers(name)
     if text.count(begin) != 1 or text.count(end) != 1:
-        raise FiguresError(f"README needs exactly one `{begin.strip()}` and one `{end.strip()}`")
+        raise FiguresError(
+            f"{document} needs exactly one `{begin.strip()}` and one `{end.strip()}`"
+        )
     start = text.index(begin) + len(begin)
     stop = text.index(end)
     if stop < start:
-        raise FiguresError(f"`{end.strip()}` comes before `{begin.strip()}` in the README")
+        raise FiguresError(f"`{end.strip()}` comes before `{begin.strip()}` in {document}")
     return start, stop
 
 
-def render_readme(text: str, results: Results) -> str:
-    """``text`` with every block replaced by its rendering."""
-    for name, render in _renderers().items():
-        start, stop = read_block(text, name)
-        text = text[:start] + render(results) + text[stop:]
+def render_document(text: str, document: str, results: Results) -> str:
+    """``text`` (the file ``document``) with each of its blocks replaced by its rendering."""
+    renderers = _renderers()
+    for name in DOCUMENTS[document]:
+        start, stop = read_block(text, name, document)
+        text = text[:start] + renderers[name](results) + text[stop:]
     return text
 
 
-def differences(text: str, results: Results) -> list[str]:
-    """One unified diff per block whose README text differs from its rendering."""
+def differences(text: str, document: str, results: Results) -> list[str]:
+    """One unified diff per block of ``document`` whose text differs from its rendering."""
     out = []
-    for name, render in _renderers().items():
-        start, stop = read_block(text, name)
-        current, wanted = text[start:stop], render(results)
+    renderers = _renderers()
+    for name in DOCUMENTS[document]:
+        start, stop = read_block(text, name, document)
+        current, wanted = text[start:stop], renderers[name](results)
         if current != wanted:
             diff = difflib.unified_diff(
                 current.splitlines(),
                 wanted.splitlines(),
-                f"README.md ({name}, as written)",
-                f"README.md ({name}, from the results files)",
+                f"{document} ({name}, as written)",
+                f"{document} ({name}, from the results files)",
                 lineterm="",
             )
             out.append("\n".join(diff))
@@ -801,32 +837,33 @@ def differences(text: str, results: Results) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the README differs")
-    parser.add_argument("--readme", type=Path, default=README)
+    parser.add_argument("--check", action="store_true", help="exit 1 if a block differs")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the repository's folder")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    text = args.readme.read_text(encoding="utf-8")
     results = Results(args.results)
+    texts = {name: (args.root / name).read_text(encoding="utf-8") for name in DOCUMENTS}
     try:
         if args.check:
-            diffs = differences(text, results)
+            diffs = [d for name, text in texts.items() for d in differences(text, name, results)]
             for diff in diffs:
                 print(diff)
             if diffs:
                 print(
-                    f"{len(diffs)} README block(s) differ from {args.results}; "
+                    f"{len(diffs)} block(s) differ from {args.results}; "
                     "run `python benchmarks/readme_figures.py` to regenerate them"
                 )
             return 1 if diffs else 0
-        updated = render_readme(text, results)
+        updated = {name: render_document(text, name, results) for name, text in texts.items()}
     except FiguresError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    if updated != text:
-        args.readme.write_text(updated, encoding="utf-8")
-        print(f"updated {args.readme.name}")
-    else:
-        print(f"{args.readme.name} is up to date")
+    for name, text in updated.items():
+        if text != texts[name]:
+            (args.root / name).write_text(text, encoding="utf-8")
+            print(f"updated {name}")
+    if updated == texts:
+        print("every block is up to date")
     return 0
 
 

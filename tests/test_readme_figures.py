@@ -1,4 +1,5 @@
-"""The README's benchmark figures are the rendering of the committed results files."""
+"""The figures of the README and the documentation's benchmark pages are the rendering of the
+committed results files (the charts are drawn from them when the site is built)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "readme_figures.py"
 README = ROOT / "README.md"
+OVERVIEW = "docs/benchmarks/index.md"
 RESULTS = ROOT / "benchmarks" / "results"
 
 
@@ -37,23 +39,57 @@ def _run(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 def _copy(tmp_path: Path) -> tuple[Path, Path]:
-    readme = tmp_path / "README.md"
-    shutil.copy(README, readme)
+    """A repository folder holding every document with blocks, and a copy of the results."""
+    root = tmp_path / "repo"
+    for name in figures.DOCUMENTS:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, root / name)
     results = tmp_path / "results"
     shutil.copytree(RESULTS, results)
-    return readme, results
+    return root, results
 
 
 def _table() -> str:
-    text = README.read_text(encoding="utf-8")
-    start, stop = figures.read_block(text, "benchmarks")
+    text = (ROOT / OVERVIEW).read_text(encoding="utf-8")
+    start, stop = figures.read_block(text, "benchmarks", OVERVIEW)
     return text[start:stop]
 
 
-def test_readme_blocks_equal_the_rendering_of_the_results_files():
+def _texts(root: Path) -> dict[str, str]:
+    return {name: (root / name).read_text(encoding="utf-8") for name in figures.DOCUMENTS}
+
+
+def test_every_block_equals_the_rendering_of_the_results_files():
+    results = figures.Results(RESULTS)
+    for name in figures.DOCUMENTS:
+        text = (ROOT / name).read_text(encoding="utf-8")
+        diffs = figures.differences(text, name, results)
+        assert diffs == [], "\n\n".join(diffs)
+
+
+def test_each_block_lives_in_exactly_one_document():
+    names = [block for blocks in figures.DOCUMENTS.values() for block in blocks]
+    assert sorted(names) == sorted({*figures.BLOCKS, *figures.SPANS})
+    for document, blocks in figures.DOCUMENTS.items():
+        others = [o for o in figures.DOCUMENTS if o != document]
+        for block in blocks:
+            for other in others:
+                assert f"<!-- {block}:begin -->" not in (ROOT / other).read_text(encoding="utf-8")
+
+
+def test_the_readme_keeps_a_short_headline_table_with_links():
     text = README.read_text(encoding="utf-8")
-    diffs = figures.differences(text, figures.Results(RESULTS))
-    assert diffs == [], "\n\n".join(diffs)
+    start, stop = figures.read_block(text, "headline")
+    rows = [line for line in text[start:stop].splitlines() if line.startswith("| ")][1:]
+    assert 5 <= len(rows) <= 12
+    assert all("](docs/benchmarks/" in row for row in rows[1:])
+
+
+def test_benchmarks_not_measured_yet_really_have_no_results_file():
+    # a benchmark leaves NOT_YET_MEASURED as soon as its results file is committed
+    for name in figures.NOT_YET_MEASURED:
+        assert not (RESULTS / f"{name}.json").exists(), name
+        assert (ROOT / "benchmarks" / f"bench_{name}.py").is_file(), name
 
 
 def test_every_benchmark_make_bench_runs_has_a_results_file_the_table_uses():
@@ -64,7 +100,7 @@ def test_every_benchmark_make_bench_runs_has_a_results_file_the_table_uses():
     names = figures.benchmark_names()
     assert {"validation", "parsers", "local", "demo", "serve"} <= set(names)
     table = _table()
-    for name in names:
+    for name in sorted(set(names) - figures.NOT_YET_MEASURED):
         record = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
         assert record["benchmark"] == name
         assert f"(`{name}.json`) |" in table, f"no README row comes from {name}.json"
@@ -72,7 +108,7 @@ def test_every_benchmark_make_bench_runs_has_a_results_file_the_table_uses():
 
 def test_every_table_row_names_its_results_file():
     rows = [line for line in _table().splitlines() if line.startswith("| ")][1:]
-    assert len(rows) >= len(figures.benchmark_names())
+    assert len(rows) >= len(set(figures.benchmark_names()) - figures.NOT_YET_MEASURED)
     for row in rows:
         what = row.split(" | ")[0]
         source = what.rsplit("(`", 1)[1].removesuffix("`)")
@@ -92,26 +128,28 @@ def test_results_files_are_not_ignored_but_other_scratch_is():
 
 
 def test_check_lists_an_edited_figure_and_a_rewrite_restores_it(tmp_path):
-    readme, results = _copy(tmp_path)
-    original = readme.read_text(encoding="utf-8")
+    root, results = _copy(tmp_path)
+    page = root / OVERVIEW
+    original = page.read_text(encoding="utf-8")
     row = next(line for line in _table().splitlines() if "(`mcp.json`)" in line)
     edited_row = row.replace("| MCP", "| edited MCP", 1)
-    readme.write_text(original.replace(row, edited_row), encoding="utf-8")
+    page.write_text(original.replace(row, edited_row), encoding="utf-8")
 
-    check = _run("--check", "--readme", readme, "--results", results)
+    check = _run("--check", "--root", root, "--results", results)
     assert check.returncode == 1
-    assert "README.md (benchmarks, as written)" in check.stdout
+    assert f"{OVERVIEW} (benchmarks, as written)" in check.stdout
     assert f"-{edited_row}" in check.stdout and f"+{row}" in check.stdout
-    assert "1 README block(s) differ" in check.stdout
+    assert "1 block(s) differ" in check.stdout
 
-    rewrite = _run("--readme", readme, "--results", results)
+    rewrite = _run("--root", root, "--results", results)
     assert rewrite.returncode == 0, rewrite.stderr
-    assert readme.read_text(encoding="utf-8") == original
-    assert _run("--check", "--readme", readme, "--results", results).returncode == 0
+    assert page.read_text(encoding="utf-8") == original
+    assert _run("--check", "--root", root, "--results", results).returncode == 0
 
 
 def test_a_changed_results_file_changes_the_rendering(tmp_path):
-    readme, results = _copy(tmp_path)
+    root, results = _copy(tmp_path)
+    before = _texts(root)
     path = results / "mcp.json"
     record = json.loads(path.read_text(encoding="utf-8"))
     record["figures"]["call (async)"]["tooluse_ms"] = 99.04
@@ -121,32 +159,81 @@ def test_a_changed_results_file_changes_the_rendering(tmp_path):
     record["figures"]["tooluse_serve"]["tokens_per_s"] = 12.5
     serve.write_text(json.dumps(record), encoding="utf-8")
 
-    check = _run("--check", "--readme", readme, "--results", results)
+    check = _run("--check", "--root", root, "--results", results)
     assert check.returncode == 1
     assert "+| MCP call (async) (`mcp.json`) | 99.0 ms |" in check.stdout
-    # the serve figure appears twice: the Benchmarks table and the serve section's table
+    # the serve figure appears in the overview table and in the serve page's table
     assert "+| generation, plain text | 12.5 tok/s |" in check.stdout
-    assert "2 README block(s) differ" in check.stdout
-    assert readme.read_text(encoding="utf-8") == README.read_text(encoding="utf-8")
+    assert "2 block(s) differ" in check.stdout
+    assert _texts(root) == before
 
 
 def test_a_missing_results_file_is_a_clear_error(tmp_path):
-    readme, results = _copy(tmp_path)
+    root, results = _copy(tmp_path)
     (results / "local.json").unlink()
-    before = readme.read_text(encoding="utf-8")
+    before = _texts(root)
     for args in (("--check",), ()):
-        done = _run(*args, "--readme", readme, "--results", results)
+        done = _run(*args, "--root", root, "--results", results)
         assert done.returncode == 1
         assert "error: local.json is missing" in done.stderr
         assert "benchmarks/run_all.py local" in done.stderr
-    assert readme.read_text(encoding="utf-8") == before
+    assert _texts(root) == before
 
 
 def test_a_missing_marker_is_a_clear_error(tmp_path):
-    readme, results = _copy(tmp_path)
-    text = readme.read_text(encoding="utf-8")
-    readme.write_text(text.replace("<!-- serve-figures:end -->", ""), encoding="utf-8")
-    done = _run("--readme", readme, "--results", results)
+    root, results = _copy(tmp_path)
+    page = root / "docs/benchmarks/local-model.md"
+    text = page.read_text(encoding="utf-8").replace("<!-- serve-figures:end -->", "")
+    page.write_text(text, encoding="utf-8")
+    done = _run("--root", root, "--results", results)
     assert done.returncode == 1
+    assert "docs/benchmarks/local-model.md needs exactly one" in done.stderr
     assert "<!-- serve-figures:end -->" in done.stderr
-    assert readme.read_text(encoding="utf-8") == text.replace("<!-- serve-figures:end -->", "")
+    assert page.read_text(encoding="utf-8") == text
+
+
+def _load_charts() -> ModuleType:
+    path = ROOT / "benchmarks" / "docs_charts.py"
+    spec = importlib.util.spec_from_file_location("docs_charts", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_chart_is_drawn_from_the_committed_results(tmp_path):
+    charts = _load_charts()
+    drawn = charts.render_charts(RESULTS)
+    missing = {
+        name
+        for name, (sources, _) in charts.CHARTS.items()
+        if not all((RESULTS / f"{s}.json").is_file() for s in sources)
+    }
+    assert set(drawn) == set(charts.CHARTS) - missing
+    # only a benchmark still waiting for its figures may lack its chart
+    assert {s for n in missing for s in charts.CHARTS[n][0]} <= figures.NOT_YET_MEASURED
+    for name, svg in drawn.items():
+        assert svg.startswith("<?xml") and "<svg" in svg, name
+    assert charts.render_charts(RESULTS) == drawn  # the same bytes on every build
+    # a changed figure changes its chart
+    changed = tmp_path / "results"
+    shutil.copytree(RESULTS, changed)
+    record = json.loads((changed / "loop.json").read_text(encoding="utf-8"))
+    record["figures"]["pydantic_ai_us_per_round"] = 4321.0
+    (changed / "loop.json").write_text(json.dumps(record), encoding="utf-8")
+    assert "4321 us" in charts.render_charts(changed)["loop-overhead.svg"]
+
+
+def test_the_batch_chart_draws_a_record_in_the_shape_bench_batch_writes(tmp_path):
+    # batch.json is not measured yet: the chart is checked on a record of bench_batch.py's shape
+    charts = _load_charts()
+    sizes = ["1", "2", "4", "8", "16"]
+    record = {
+        "figures": {
+            "limit_tokens_per_s": {s: 100.0 * int(s) ** 0.5 for s in sizes},
+            "engine_tokens_per_s": {s: 90.0 * int(s) ** 0.5 for s in sizes},
+        }
+    }
+    (tmp_path / "batch.json").write_text(json.dumps(record), encoding="utf-8")
+    svg = charts.render_charts(tmp_path)["batch-throughput.svg"]
+    assert "sequences decoded together" in svg and "batch engine" in svg

