@@ -249,7 +249,7 @@ def test_irrelevance_teacher_answers_in_text_on_the_train_split_only():
     assert len(conversations) == 30
     by_id = {e.id: e for e in load_bfcl_category("live_irrelevance")}
     for conversation in conversations:
-        entry = by_id[conversation.source.removeprefix("bfcl:")]
+        entry = by_id[conversation.source.split("/", 1)[1]]
         assert split_of_entry(entry) == "train"
         assert conversation.tools  # the functions that cannot serve the request are on offer
         reply = conversation.messages[-1]

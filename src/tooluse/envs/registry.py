@@ -146,3 +146,22 @@ environment_registry.register(
     "complexfuncbench",
     LazyFactory("tooluse.envs.nested.environment:ComplexFuncBenchEnvironment"),
 )
+for _category in (
+    "simple_python",
+    "simple_java",
+    "simple_javascript",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "irrelevance",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+    "live_irrelevance",
+    "live_relevance",
+):
+    environment_registry.register(
+        f"bfcl:{_category}",
+        LazyFactory("tooluse.evals.bfcl.single_turn:BFCLSingleTurnEnvironment", (_category,)),
+    )

@@ -1,8 +1,8 @@
 """Teachers for deciding and choosing, from BFCL categories that the held-out BFCL table never
 scores: when to answer without a call, and which of several tools to call with which arguments.
 
-- ``bfcl:live_irrelevance``: the category's train entries (real user requests with functions
-  that cannot serve them), answered in text without a call, as BFCL's checker wants.
+- (``bfcl:live_irrelevance`` and every other single-turn category are environments with a gold
+  answer, :mod:`tooluse.evals.bfcl.single_turn`, played like any other teacher.)
 - ``bfcl:multi_turn_calls``: the first user turn of each ``multi_turn_base`` train entry asked
   on its own, its ground-truth calls as the answer, with the called functions and up to
   ``DECOYS`` other functions of the entry's classes on offer (all of a class's functions do not
@@ -25,6 +25,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from tooluse.evals.bfcl.single_turn import NO_TOOL_REPLY
 from tooluse.messages import ChatMessage, ToolCall
 from tooluse.tools.definition import ToolDefinition
 from tooluse.train.conversation import Conversation
@@ -37,7 +38,7 @@ from tooluse.train.relevance import (
 
 __all__ = ["BFCL_TEACHERS", "NO_TOOL_REPLY", "bfcl_relevance_cases", "bfcl_teacher_conversations"]
 
-BFCL_TEACHERS = ("bfcl:live_irrelevance", "bfcl:multi_turn_calls", "bfcl:relevance")
+BFCL_TEACHERS = ("bfcl:multi_turn_calls", "bfcl:relevance")
 #: Single-turn categories with requests their functions serve, outside the held-out table.
 RELEVANT_CATEGORIES = (
     "simple_java",
@@ -46,8 +47,6 @@ RELEVANT_CATEGORIES = (
     "live_parallel_multiple",
     "live_relevance",
 )
-#: The reply to a request that none of the offered tools serves.
-NO_TOOL_REPLY = "None of the available functions can do this, so I will not call one."
 DECOYS = 3
 MAX_DOC_CHARS = 1600
 MAX_REQUEST_CHARS = 1000
@@ -75,24 +74,31 @@ def _single_turn(entry: Any) -> tuple[tuple[ToolDefinition, ...], list[ChatMessa
 
 
 def _irrelevance(split: str, size: int, seed: int) -> list[Conversation]:
-    from tooluse.evals.bfcl.data import load_bfcl_category, select_entries
+    """``live_irrelevance`` requests answered without a call (its environment's gold turn)."""
+    from tooluse.envs import environment_registry
 
-    entries = select_entries(load_bfcl_category("live_irrelevance"), split=split, seed=seed)
-    random.Random(seed).shuffle(entries)
+    env = environment_registry.get(
+        name="bfcl:live_irrelevance",
+        split=split,
+        sample=size,
+        seed=seed,
+        max_doc_chars=MAX_DOC_CHARS,
+        max_request_chars=MAX_REQUEST_CHARS,
+    )
     conversations = []
-    for entry in entries:
-        usable = _single_turn(entry)
-        if usable is None:
-            continue
-        tools, messages = usable
-        if sum(len(m.content) for m in messages) > MAX_REQUEST_CHARS:
-            continue
-        reply = ChatMessage(role="assistant", content=NO_TOOL_REPLY)
-        conversations.append(
-            Conversation(messages=(*messages, reply), tools=tools, source=f"bfcl:{entry.id}")
+    for index, task in enumerate(env.tasks):
+        state, _ = env.reset(options={"task_index": index})
+        system = state.observation.system_prompt
+        messages = (
+            *([ChatMessage.system(system)] if system else []),
+            ChatMessage.user(task.prompt),
+            ChatMessage(role="assistant", content=NO_TOOL_REPLY),
         )
-        if len(conversations) == size:
-            break
+        conversations.append(
+            Conversation(
+                messages=messages, tools=env.available_tools(index, {}), source=f"bfcl:{task.id}"
+            )
+        )
     return conversations
 
 
@@ -187,8 +193,6 @@ def bfcl_teacher_conversations(
 ) -> list[Conversation]:
     """At most ``size`` conversations of ``teacher`` (one of :data:`BFCL_TEACHERS`) on the
     ``split`` entries."""
-    if teacher == "bfcl:live_irrelevance":
-        return _irrelevance(split, size, seed)
     if teacher == "bfcl:multi_turn_calls":
         return _multi_turn_calls(split, size, seed)
     if teacher == "bfcl:relevance":

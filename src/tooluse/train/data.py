@@ -5,6 +5,7 @@ into prompt/completion pairs rendered exactly as the local model sees them at in
 
     conversations = read_sft_jsonl("sft.jsonl")                 # tooluse.envs.export's lines
     conversations = teacher_conversations("math:arithmetic", size=200)   # scripted solver
+    data = teacher_data("bfcl:parallel", size=40)   # .conversations, .rejected (gold refused)
     examples = render_examples(conversations, LlamaCppBackend.default())
 
 One example per assistant turn: ``prompt`` is what the backend renders before that turn (tools
@@ -21,23 +22,32 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from tooluse.evals.bfcl.single_turn import SINGLE_TURN_ENVIRONMENTS
 from tooluse.messages import ChatMessage, ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
-from tooluse.train.bfcl_teachers import BFCL_TEACHERS, bfcl_teacher_conversations
+from tooluse.train.bfcl_teachers import (
+    BFCL_TEACHERS,
+    MAX_DOC_CHARS,
+    MAX_REQUEST_CHARS,
+    bfcl_teacher_conversations,
+)
 from tooluse.train.conversation import Conversation
 from tooluse.train.relevance import (
     RELEVANCE_PREFIX,
     cases_from_conversations,
     relevance_conversations,
 )
+from tooluse.train.word_problems import program_from_solution
 
 __all__ = [
+    "ANSWER_STYLES",
     "TEACHERS",
     "Conversation",
+    "TeacherData",
     "TrainDataError",
     "TrainExample",
     "TurnRenderer",
@@ -46,26 +56,34 @@ __all__ = [
     "refuse_test_split",
     "render_examples",
     "teacher_conversations",
+    "teacher_data",
 ]
 
-#: Environments with a scripted teacher (a solver whose trajectories are right by construction):
-#: math:arithmetic runs the expression in python and submits its output; the BFCL multi-turn
-#: categories whose tools stay the same through an entry replay BFCL's ground truth; the
-#: reasoning-gym datasets below run their entry's expression in python; the last three teach
-#: when not to call, which tool to call, and the yes/no question of ``YesNoDecider``
-#: (:mod:`tooluse.train.bfcl_teachers`; ``relevance:NAME`` asks it of any teacher); the
-#: τ²-bench domains play each task's expected actions (with the scripted customer, or solo),
-#: and NESTFUL and ComplexFuncBench make their gold call sequences, the calls getting the
-#: recorded (or, for NESTFUL, made-up) outputs.
+#: BFCL's single-turn categories with a gold answer (``live_relevance`` has none).
+BFCL_SINGLE_TURN = tuple(n for n in SINGLE_TURN_ENVIRONMENTS if n != "bfcl:live_relevance")
+#: Environments with a scripted teacher (a solver whose trajectories the environment grades;
+#: those it grades wrong are left out): math:arithmetic runs the expression in python and
+#: submits its output; the BFCL multi-turn categories whose tools stay the same through an
+#: entry replay BFCL's ground truth; the reasoning-gym datasets below run their entry's
+#: expression in python, ``gsm_symbolic`` (and ``math:gsm8k`` on a GSM8K file) the steps of its
+#: worked solution (:mod:`tooluse.train.word_problems`); BFCL's single-turn categories answer
+#: with their accepted calls, or in text where no call is right
+#: (:mod:`tooluse.evals.bfcl.single_turn`); the last two teach which tool to call and the
+#: yes/no question of ``YesNoDecider`` (:mod:`tooluse.train.bfcl_teachers`;
+#: ``relevance:NAME`` asks it of any teacher); the τ²-bench domains play each task's
+#: expected actions (with the scripted customer, or solo), and NESTFUL and ComplexFuncBench
+#: make their gold call sequences (their environments' ``gold_script``).
 TEACHERS = (
     "math:arithmetic",
+    "math:gsm8k",
     "bfcl:multi_turn_base",
     "bfcl:multi_turn_miss_param",
     "bfcl:multi_turn_long_context",
     "reasoning_gym:basic_arithmetic",
     "reasoning_gym:chain_sum",
     "reasoning_gym:products",
-    "bfcl:live_irrelevance",
+    "reasoning_gym:gsm_symbolic",
+    *BFCL_SINGLE_TURN,
     "bfcl:multi_turn_calls",
     "bfcl:relevance",
     "tau2:airline",
@@ -76,6 +94,8 @@ TEACHERS = (
     "nestful",
     "complexfuncbench",
 )
+#: How a python-then-submit teacher gives its answer: a ``submit_answer`` call, or a text reply.
+ANSWER_STYLES = ("submit", "text")
 _REASONING_GYM = "reasoning_gym:"
 _LISTED = 8  # how many bad lines or calls an error message names
 
@@ -275,14 +295,32 @@ def _expression_turns(task: Any) -> list[list[ToolCall]]:
     ]
 
 
+def _word_problem_turns(solution: str, answer: Any) -> list[Any]:
+    """The scripted solver of a word problem with a worked solution: its steps as a program
+    (:func:`~tooluse.train.word_problems.program_from_solution`), then submit the answer."""
+    code = program_from_solution(solution)
+    if code is None:
+        raise ValueError("no program from its worked solution")
+    return [
+        [ToolCall(name="python", arguments={"code": code})],
+        [ToolCall(name="submit_answer", arguments={"answer": str(answer)})],
+    ]
+
+
 def _teacher_script(env: Any, index: int) -> list[Any]:
-    """The scripted turns that solve task ``index`` of ``env``."""
-    if env.name == "math:arithmetic":
-        return list(_arithmetic_turns(env.task(index)))
-    if env.name.startswith(_REASONING_GYM):
-        return list(_expression_turns(env.task(index)))
-    if hasattr(env, "gold_script"):  # τ²-bench, NESTFUL, ComplexFuncBench
+    """The scripted turns that solve task ``index`` of ``env`` (``ValueError``: it has none)."""
+    if hasattr(env, "gold_script"):  # BFCL's single-turn categories (and later benchmarks)
         return list(env.gold_script(index))
+    task = env.task(index)
+    if env.name == "math:arithmetic":
+        return list(_arithmetic_turns(task))
+    if env.name == "math:gsm8k":
+        return _word_problem_turns(task.metadata["solution"], task.reference)
+    if env.name == f"{_REASONING_GYM}gsm_symbolic":
+        entry = task.reference
+        return _word_problem_turns(entry["metadata"]["answer_cot"], entry["answer"])
+    if env.name.startswith(_REASONING_GYM):
+        return list(_expression_turns(task))
     from tooluse.evals.bfcl.world import ground_truth_calls
 
     script: list[Any] = []
@@ -293,65 +331,149 @@ def _teacher_script(env: Any, index: int) -> list[Any]:
     return script
 
 
+def _answered_in_text(script: list[Any]) -> list[Any]:
+    """The script with its closing ``submit_answer`` turn said in text instead."""
+    last = script[-1] if script else None
+    if not (isinstance(last, list) and len(last) == 1 and last[0].name == "submit_answer"):
+        raise ValueError("its answer is not a submit_answer call")
+    return [*script[:-1], f"The answer is {last[0].arguments['answer']}."]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeacherData:
+    """A teacher's conversations, and the tasks it left out (``"task_id (why)"``)."""
+
+    conversations: tuple[Conversation, ...]
+    rejected: tuple[str, ...] = ()
+
+
 def teacher_conversations(
     environment: str, *, split: str = "train", size: int = 200, seed: int = 0
 ) -> list[Conversation]:
     """Right-by-construction conversations on the ``split`` tasks of ``environment``, played
     through the real environment and tool loop (the python tool and BFCL's classes really
     run), with the system prompt ``tooluse eval env`` uses. ``size`` tasks of a procedural
-    environment from ``seed``; the first ``size`` of a fixed set's split."""
+    environment from ``seed``; a seeded sample (BFCL's single-turn categories) or the first
+    ``size`` of a fixed set's split. Tasks whose gold answer the environment's checker rejects
+    are left out (:func:`teacher_data` lists them)."""
+    conversations = teacher_data(environment, split=split, size=size, seed=seed).conversations
+    if not conversations:
+        raise TrainDataError(f"the teacher of {environment} kept no conversation")
+    return list(conversations)
+
+
+def teacher_data(  # noqa: PLR0913 - the source's settings, keyword-only
+    environment: str,
+    *,
+    split: str = "train",
+    size: int = 200,
+    seed: int = 0,
+    answer: str = "submit",
+    options: Mapping[str, Any] | None = None,
+) -> TeacherData:
+    """:func:`teacher_conversations` with the tasks left out. ``answer="text"`` says the
+    answer of a python-then-submit teacher in a text reply (``The answer is N.``, graded by
+    the environment like a submitted one) and trains it without ``submit_answer`` on offer;
+    ``options`` go to the environment (``data_path`` for ``math:gsm8k``)."""
     refuse_test_split(split)
+    if answer not in ANSWER_STYLES:
+        raise TrainDataError(
+            f"unknown answer style {answer!r}; use one of: {', '.join(ANSWER_STYLES)}"
+        )
     if environment.startswith(RELEVANCE_PREFIX):  # the yes/no question of another teacher
         inner = environment[len(RELEVANCE_PREFIX) :]
         asked = teacher_conversations(inner, split=split, size=size, seed=seed)
-        return relevance_conversations(cases_from_conversations(asked))
+        return TeacherData(
+            conversations=tuple(relevance_conversations(cases_from_conversations(asked)))
+        )
     if environment not in TEACHERS:
         raise TrainDataError(
             f"no scripted teacher for {environment!r}; teachers: {', '.join(TEACHERS)}, "
             f"and {RELEVANCE_PREFIX}TEACHER (or pass an SFT JSONL file with --data)"
         )
     if environment in BFCL_TEACHERS:
-        conversations = bfcl_teacher_conversations(environment, split=split, size=size, seed=seed)
-    else:
-        conversations = _played_conversations(environment, split=split, size=size, seed=seed)
-    if not conversations:
-        raise TrainDataError(f"the teacher of {environment} kept no conversation")
-    return conversations
+        found = bfcl_teacher_conversations(environment, split=split, size=size, seed=seed)
+        return TeacherData(conversations=tuple(found))
+    return _played_conversations(
+        environment, split=split, size=size, seed=seed, answer=answer, options=options or {}
+    )
 
 
-def _played_conversations(
-    environment: str, *, split: str, size: int, seed: int
-) -> list[Conversation]:
-    """The scripted solver's right conversations, played through the environment."""
-    from tooluse.envs import TrajectoryRunner, environment_registry
-    from tooluse.envs.prompts import default_system_prompt
-    from tooluse.providers.scripted import ScriptedBackend
+def _teacher_environment(
+    environment: str, split: str, size: int, seed: int, options: Mapping[str, Any]
+) -> Any:
+    from tooluse.envs import environment_registry
 
     if environment == "math:arithmetic" or environment.startswith(_REASONING_GYM):
-        env = environment_registry.get(name=environment, split=split, size=size, seed=seed)
-    elif environment.startswith("tau2:") and not environment.endswith(":solo"):
-        env = environment_registry.get(name=environment, split=split, limit=size, user="gold")
-    else:  # a fixed set: its train split, at most ``size`` entries
-        env = environment_registry.get(name=environment, split=split, limit=size)
-    conversations = []
+        return environment_registry.get(
+            name=environment, split=split, size=size, seed=seed, **options
+        )
+    if environment in BFCL_SINGLE_TURN:  # a seeded sample of entries that fit a short sequence
+        return environment_registry.get(
+            name=environment,
+            split=split,
+            sample=size,
+            seed=seed,
+            max_doc_chars=MAX_DOC_CHARS,
+            max_request_chars=MAX_REQUEST_CHARS,
+            **options,
+        )
+    if environment.startswith("tau2:") and not environment.endswith(":solo"):
+        return environment_registry.get(
+            name=environment, split=split, limit=size, user="gold", **options
+        )
+    # a fixed set: its train split, at most ``size`` entries
+    return environment_registry.get(name=environment, split=split, limit=size, **options)
+
+
+def _played_conversations(  # noqa: PLR0913 - the source's settings, keyword-only
+    environment: str,
+    *,
+    split: str,
+    size: int,
+    seed: int,
+    answer: str,
+    options: Mapping[str, Any],
+) -> TeacherData:
+    """The scripted solver's conversations that the environment grades right, played through
+    it; the tasks it grades wrong (or that have no script) are left out and listed."""
+    from tooluse.envs import TrajectoryRunner
+    from tooluse.envs.prompts import MATH_TEXT_PROMPT, default_system_prompt
+    from tooluse.providers.scripted import ScriptedBackend
+
+    try:
+        env = _teacher_environment(environment, split, size, seed, options)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        raise TrainDataError(f"{environment}: {exc}") from exc
+    system = MATH_TEXT_PROMPT if answer == "text" else default_system_prompt(environment)
+    conversations: list[Conversation] = []
+    rejected: list[str] = []
     with env:
         for index in range(len(env)):
+            task_id = env.task(index).id or str(index)
+            try:
+                script = _teacher_script(env, index)
+                if answer == "text":
+                    script = _answered_in_text(script)
+            except (ValueError, KeyError) as exc:
+                rejected.append(f"{task_id} ({exc.args[0] if exc.args else exc})")
+                continue
             runner = TrajectoryRunner(
-                environment=env,
-                backend=ScriptedBackend(_teacher_script(env, index)),
-                system_prompt=default_system_prompt(environment),
+                environment=env, backend=ScriptedBackend(script), system_prompt=system
             )
             trajectory = runner.run_trajectory(task_index=index)
             record = trajectory.to_dict()
-            if not trajectory.success and hasattr(env, "gold_script"):
-                continue  # the benchmark's own expected actions miss its criteria: left out
-            if not trajectory.success:  # the solver is wrong: never train on it
-                raise TrainDataError(f"the teacher failed task {trajectory.task_id}")
-            if _submits_what_python_printed(record):
-                conversations.append(
-                    conversation_from_record(record, f"{environment}/{trajectory.task_id}")
-                )
-    return conversations
+            if not trajectory.success:  # the checker rejects the gold answer: never train on it
+                rejected.append(f"{task_id} (the checker rejects the gold answer)")
+            elif not _submits_what_python_printed(record):
+                rejected.append(f"{task_id} (python printed another form of the answer)")
+            else:
+                conversation = conversation_from_record(record, f"{environment}/{task_id}")
+                if answer == "text":  # the answer is said, not submitted: no submit tool
+                    tools = tuple(t for t in conversation.tools if t.name != "submit_answer")
+                    conversation = replace(conversation, tools=tools)
+                conversations.append(conversation)
+    return TeacherData(conversations=tuple(conversations), rejected=tuple(rejected))
 
 
 def _submits_what_python_printed(record: Mapping[str, Any]) -> bool:
