@@ -4,6 +4,8 @@
 
     tooluse train sft --env math:arithmetic --size 1000 --steps 300 --out runs/sft
     tooluse train sft --data sft.jsonl --out runs/sft --max-minutes 60
+    tooluse train data --recipe src/tooluse/train/recipes/generalist.toml --out runs/data
+    tooluse train sft --recipe src/tooluse/train/recipes/generalist.toml --out runs/sft
     tooluse train rft --env math:arithmetic --rounds 3 --samples 4 --out runs/rft
     tooluse train grpo --env math:arithmetic --steps 20 --generations 4 --out runs/grpo
     tooluse train merge --out smollm2-trained.gguf   # the shipped adapter merged into the model
@@ -55,6 +57,10 @@ BaseOption = Annotated[
     Path | None, typer.Option("--base", help="Base GGUF model [default: the embedded SmolLM2].")
 ]
 OutOption = Annotated[Path, typer.Option("--out", "-o", help="Run directory (resumable).")]
+RecipeOption = Annotated[
+    Path | None,
+    typer.Option("--recipe", help="A recipe file: sources, counts, seed, leak check (TOML)."),
+]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
 
@@ -88,7 +94,7 @@ def _conversations(
     from tooluse.train.data import read_sft_jsonl, teacher_conversations
 
     if (data is None) == (not envs):
-        raise _fail("give either --data FILE or --env NAME")
+        raise _fail("give one of --data FILE, --env NAME or --recipe FILE")
     if data is not None:
         return read_sft_jsonl(data), {"file": str(data), "split": split}
     assert envs
@@ -103,6 +109,35 @@ def _conversations(
         name, count = _sized(env, size)
         conversations += teacher_conversations(name, split=split, size=count, seed=seed)
     return conversations, described
+
+
+def _recipe_data(recipe_path: Path, out: Path) -> tuple[Any, dict[str, Any]]:
+    """The recipe's dataset, built into ``out`` (or read back), and what the card says of it."""
+    from tooluse.train.dataset import build_dataset
+    from tooluse.train.recipe import load_recipe
+
+    built = build_dataset(load_recipe(recipe_path), out, report=typer.echo)
+    report = built.report
+    _echo_shares(report)
+    described = {
+        "recipe": report["recipe"],
+        "recipe_digest": report["recipe_digest"],
+        "data": str(out / "data.jsonl"),
+        "data_sha256": report["data_sha256"],
+        "split": "train",
+        "sources": {name: counts["conversations"] for name, counts in report["sources"].items()},
+        "shares": report["shares"],
+    }
+    return list(built.conversations), described
+
+
+def _echo_shares(report: Mapping[str, Any]) -> None:
+    shares = report["shares"]
+    typer.echo(
+        f"{report['conversations']} conversations, {shares['turns']} training turns: "
+        f"{shares['no_call']:.1%} with no call, {shares['several_calls']:.1%} with several "
+        f"calls, {shares['text_after_tool_results']:.1%} answering in text after tool results"
+    )
 
 
 def _sized(env: str, size: int) -> tuple[str, int]:
@@ -145,6 +180,7 @@ def sft_command(  # noqa: PLR0913 - one parameter per command-line option
         Path | None,
         typer.Option("--adapter", help="Go on from a train sft adapter (GGUF); its rank wins."),
     ] = None,
+    recipe: RecipeOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Fine-tune a LoRA adapter on SFT data; write OUT/adapter.gguf and OUT/card.json."""
@@ -157,7 +193,12 @@ def sft_command(  # noqa: PLR0913 - one parameter per command-line option
         import_training_stack()  # a missing extra is named before any work is done
         if adapter is not None:
             check_start_adapter(adapter, base)
-        conversations, described = _conversations(data, env, split, size, seed)
+        if recipe is not None:
+            if data is not None or env:
+                raise _fail("give one of --data FILE, --env NAME or --recipe FILE")
+            conversations, described = _recipe_data(recipe, out / "data")
+        else:
+            conversations, described = _conversations(data, env, split, size, seed)
         examples = _render(conversations, base)
     typer.echo(f"{len(examples)} training turns from {len(conversations)} conversations")
     options = SFTOptions(
@@ -183,6 +224,21 @@ def sft_command(  # noqa: PLR0913 - one parameter per command-line option
         f"{metrics['loss_last']}, {metrics['tokens_per_second']} tokens/s"
     )
     _echo_adapter(card, out)
+
+
+def data_command(
+    recipe: Annotated[Path, typer.Option("--recipe", help="The recipe file (TOML).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where data.jsonl and report.json go.")],
+) -> None:
+    """Build a recipe's training data: each source's gold conversations on its train split,
+    checked against every test split; OUT/data.jsonl and OUT/report.json."""
+    from tooluse.train.dataset import build_dataset
+    from tooluse.train.recipe import load_recipe
+
+    with _one_line_errors():
+        built = build_dataset(load_recipe(recipe), out, report=typer.echo)
+    _echo_shares(built.report)
+    typer.echo(f"data {out / 'data.jsonl'}, report {out / 'report.json'}")
 
 
 RoundsOption = Annotated[int, typer.Option("--rounds", min=1, help="Sample-filter-train rounds.")]
@@ -376,11 +432,12 @@ def merge_command(
 def register(app: typer.Typer) -> None:
     """Attach ``train`` and its commands to the main app."""
     train_app = typer.Typer(
-        help="Train the local model on tooluse's environments: `train sft` (LoRA, GGUF "
-        "adapter), `train rft` (rejection sampling), `train grpo` (the environment's "
+        help="Train the local model on tooluse's environments: `train data` (a recipe's "
+        "dataset), `train sft` (LoRA, GGUF adapter), `train rft` (rejection sampling), `train grpo` (the environment's "
         "rewards) and `train merge` (an adapter merged into the model file)."
     )
     app.add_typer(train_app, name="train")
+    train_app.command("data")(data_command)
     train_app.command("sft")(sft_command)
     train_app.command("rft")(rft_command)
     train_app.command("grpo")(grpo_command)

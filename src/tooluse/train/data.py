@@ -239,9 +239,8 @@ def read_sft_jsonl(path: str | Path) -> list[Conversation]:
                 row = json.loads(line)
                 if not isinstance(row, dict):
                     raise TypeError("not a JSON object")
-                conversations.append(
-                    conversation_from_record(row, f"{source.name}:{number}", bad_calls)
-                )
+                label = row.get("source") or f"{source.name}:{number}"
+                conversations.append(conversation_from_record(row, str(label), bad_calls))
             except (json.JSONDecodeError, TypeError, KeyError, AttributeError) as exc:
                 bad_lines.append(f"{number} ({_reason(exc)})")
     if bad_lines:
@@ -295,10 +294,10 @@ def _expression_turns(task: Any) -> list[list[ToolCall]]:
     ]
 
 
-def _word_problem_turns(solution: str, answer: Any) -> list[Any]:
+def _word_problem_turns(solution: str, answer: Any, question: str) -> list[Any]:
     """The scripted solver of a word problem with a worked solution: its steps as a program
     (:func:`~tooluse.train.word_problems.program_from_solution`), then submit the answer."""
-    code = program_from_solution(solution)
+    code = program_from_solution(solution, question)
     if code is None:
         raise ValueError("no program from its worked solution")
     return [
@@ -315,10 +314,10 @@ def _teacher_script(env: Any, index: int) -> list[Any]:
     if env.name == "math:arithmetic":
         return list(_arithmetic_turns(task))
     if env.name == "math:gsm8k":
-        return _word_problem_turns(task.metadata["solution"], task.reference)
+        return _word_problem_turns(task.metadata["solution"], task.reference, task.prompt)
     if env.name == f"{_REASONING_GYM}gsm_symbolic":
         entry = task.reference
-        return _word_problem_turns(entry["metadata"]["answer_cot"], entry["answer"])
+        return _word_problem_turns(entry["metadata"]["answer_cot"], entry["answer"], task.prompt)
     if env.name.startswith(_REASONING_GYM):
         return list(_expression_turns(task))
     from tooluse.evals.bfcl.world import ground_truth_calls

@@ -25,6 +25,8 @@ _TOKEN = re.compile(
     rf"(?P<number>{_NUMBER})%?|(?P<op>[-+*×÷()]|/(?!\s*[^\W\d])|x(?![^\W\d]))|(?P<word>/?[^\W\d]+)"
 )
 _OPERATORS = {"×": "*", "x": "*", "÷": "/"}
+#: Numbers that a solution brings in as units (weeks, months, hours, percent...).
+_CONSTANTS = frozenset({"2", "7", "10", "12", "24", "30", "52", "60", "100", "365", "1000"})
 
 
 def _tokens(text: str) -> list[str] | None:
@@ -98,11 +100,15 @@ def steps_of_solution(solution: str) -> list[tuple[str, float]] | None:
     return steps or None
 
 
-def program_from_solution(solution: str) -> str | None:
-    """The python program of a worked solution (see the module), or None."""
+def program_from_solution(solution: str, question: str = "") -> str | None:
+    """The python program of a worked solution (see the module), or None. A number that an
+    earlier step computed is written as that step's name, unless the ``question`` gives it or
+    it is a common constant (12 months, 60 minutes, 100 percent): there it is a given, and
+    naming the step would tie it to the wrong quantity."""
     steps = steps_of_solution(solution)
     if steps is None:
         return None
+    givens = {n.replace(",", "") for n in re.findall(_NUMBER, question)} | _CONSTANTS
     lines = []
     known: dict[str, str] = {}
     for number, (expression, result) in enumerate(steps, 1):
@@ -110,7 +116,8 @@ def program_from_solution(solution: str) -> str | None:
         name = f"step_{number}"
         lines.append(f"{name} = {' '.join(parts)}")
         text = f"{result:g}" if result != int(result) else str(int(result))
-        known.setdefault(text, name)
+        if text not in givens:
+            known.setdefault(text, name)
     last = f"step_{len(steps)}"
     lines.append(f"print(int({last}) if {last} == int({last}) else round({last}, 6))")
     return "\n".join(lines)
