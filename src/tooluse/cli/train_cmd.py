@@ -54,7 +54,11 @@ MinutesOption = Annotated[
     float | None, typer.Option("--max-minutes", help="Stop (with a checkpoint) after this long.")
 ]
 BaseOption = Annotated[
-    Path | None, typer.Option("--base", help="Base GGUF model [default: the embedded SmolLM2].")
+    Path | None,
+    typer.Option(
+        "--base",
+        help="Base model: a GGUF file or a transformers folder [default: the embedded SmolLM2].",
+    ),
 ]
 OutOption = Annotated[Path, typer.Option("--out", "-o", help="Run directory (resumable).")]
 RecipeOption = Annotated[
@@ -151,8 +155,16 @@ def _sized(env: str, size: int) -> tuple[str, int]:
 
 
 def _render(conversations: Any, base: Path | None) -> Any:
-    from tooluse.local.backend import LlamaCppBackend
+    """The training text, written as the model reads it: for a GGUF by the local backend, for
+    a transformers folder with its tokenizer's special tokens and the profile its name calls for."""
+    from tooluse.train.base_model import folder_turn_text, is_transformers_model
     from tooluse.train.data import render_examples
+
+    if base is not None and is_transformers_model(base):
+        from tooluse.train.runtime import import_training_stack
+
+        return render_examples(conversations, folder_turn_text(import_training_stack(), base))
+    from tooluse.local.backend import LlamaCppBackend
 
     backend = LlamaCppBackend(base, n_ctx=512) if base else LlamaCppBackend.default(n_ctx=512)
     try:

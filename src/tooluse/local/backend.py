@@ -20,7 +20,7 @@ from tooluse.errors import BackendError, ToolNotFoundError
 from tooluse.events import TextDelta
 from tooluse.local.batching import BatchEngine
 from tooluse.local.call_shape import call_budget, call_grammar_text
-from tooluse.local.chat_prompt import ChatTemplateError, render_prompt
+from tooluse.local.chat_prompt import ChatTemplateError, TurnText
 from tooluse.local.decision import (
     ModelDecider,
     ToolDecider,
@@ -47,7 +47,6 @@ from tooluse.providers.base import (
     StreamItem,
     ToolChoice,
     final_result,
-    without_media,
 )
 from tooluse.sync_bridge import aiter_on_thread
 from tooluse.tools.definition import ToolDefinition
@@ -302,11 +301,21 @@ class LlamaCppBackend(BaseBackend):
 
     # -- prompt -------------------------------------------------------------------------------
 
+    @property
+    def turn_text(self) -> TurnText:
+        """How this model's conversations are written as text (prompts and training text)."""
+        return TurnText(
+            chat_template=self.chat_template,
+            profile=self.profile,
+            bos=self._bos,
+            eos=self._eos,
+            model_name=self.model_name,
+        )
+
     def render(self, messages: Sequence[ChatMessage], tools: Sequence[ToolDefinition] = ()) -> str:
         """The prompt text the model sees for ``messages`` with ``tools`` listed (images and
         files of tool results as their text placeholders: the model has no vision)."""
-        dicts = self.profile.to_template_messages(without_media(messages, self.model_name), tools)
-        return render_prompt(self.chat_template, dicts, bos_token=self._bos, eos_token=self._eos)
+        return self.turn_text.render(messages, tools)
 
     def render_turn(
         self,
@@ -318,22 +327,7 @@ class LlamaCppBackend(BaseBackend):
         the model writes for ``reply`` up to its end-of-turn token, as this backend shows tools
         and writes calls (a turn of calls with ``tools`` listed, as in a call turn; a text
         turn as its template renders it)."""
-        prompt = self.render(history, tools)
-        dicts = self.profile.to_template_messages([*history, reply], tools)
-        whole = render_prompt(
-            self.chat_template,
-            dicts,
-            bos_token=self._bos,
-            eos_token=self._eos,
-            add_generation_prompt=False,
-        )
-        if not whole.startswith(prompt):
-            raise ChatTemplateError(
-                "the chat template renders a turn that does not extend its prompt"
-            )
-        completion = whole[len(prompt) :]
-        end = completion.find(self._eos) if self._eos else -1
-        return prompt, completion[: end + len(self._eos)] if end >= 0 else completion.rstrip()
+        return self.turn_text.render_turn(history, reply, tools)
 
     def count_tokens(self, text: str) -> int:
         return len(self.engine.tokenize(text))

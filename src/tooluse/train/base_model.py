@@ -1,5 +1,9 @@
 """The base model of a training run: a GGUF file's weights (dequantised to float32) and its
-tokenizer, read by transformers' GGUF loader once and then from a cache.
+tokenizer, read by transformers' GGUF loader once and then from a cache; or a transformers
+model folder (``config.json`` and safetensors), read as it is.
+
+The run trains on CUDA when torch sees a GPU (in bfloat16 where the GPU has it), else on the
+CPU in float32 (:func:`training_device`).
 
 Reading the embedded SmolLM2 GGUF takes transformers about 20 seconds on 2 cores (it parses
 the file twice, builds a tensor-name map per tensor and dequantises in numpy), and every
@@ -22,7 +26,15 @@ from typing import Any
 from tooluse.train.data import TrainDataError
 from tooluse.train.runtime import TrainingStack
 
-__all__ = ["base_model_cache_dir", "converted_model_dir", "load_base_model"]
+__all__ = [
+    "base_model_cache_dir",
+    "converted_model_dir",
+    "folder_turn_text",
+    "is_transformers_model",
+    "load_base_model",
+    "training_device",
+    "turn_text_of",
+]
 
 _log = logging.getLogger(__name__)
 _READY = "tokenizer_config.json"  # in every complete conversion
@@ -50,9 +62,63 @@ def converted_model_dir(stack: TrainingStack, gguf_path: Path) -> Path:
     return base_model_cache_dir() / digest.hexdigest()[:32]
 
 
-def load_base_model(stack: TrainingStack, gguf_path: Path) -> tuple[Any, Any]:
-    """The model (float32) and tokenizer of a GGUF file, ready to train: from the cache when
-    it holds this file's conversion, else converted from the GGUF and cached."""
+def is_transformers_model(path: Path) -> bool:
+    """Whether ``path`` is a transformers model folder (rather than a GGUF file)."""
+    return path.is_dir() and (path / "config.json").is_file()
+
+
+def training_device(stack: TrainingStack) -> tuple[str, Any]:
+    """``("cuda", bfloat16 or float16)`` when torch sees a GPU, else ``("cpu", float32)``."""
+    torch = stack.torch
+    if torch.cuda.is_available():
+        return "cuda", torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return "cpu", torch.float32
+
+
+def turn_text_of(tokenizer: Any, name: str) -> Any:
+    """How a transformers model's conversations are written: the profile its name calls for
+    (as the local backend picks one for a GGUF), that profile's chat template or else the
+    tokenizer's, and the tokenizer's special tokens."""
+    from tooluse.local.chat_prompt import TurnText
+    from tooluse.local.profiles import profile_for
+
+    profile = profile_for(name)
+    template = profile.chat_template or getattr(tokenizer, "chat_template", None)
+    if not template:
+        raise TrainDataError(f"{name}: the tokenizer has no chat template")
+    return TurnText(
+        chat_template=template,
+        profile=profile,
+        bos=tokenizer.bos_token or "",
+        eos=tokenizer.eos_token or "",
+        model_name=name,
+    )
+
+
+def folder_turn_text(stack: TrainingStack, folder: Path) -> Any:
+    """:func:`turn_text_of` for the transformers model in ``folder`` (its tokenizer only)."""
+    try:
+        tokenizer = stack.transformers.AutoTokenizer.from_pretrained(str(folder))
+    except (OSError, ValueError) as exc:
+        raise TrainDataError(f"transformers cannot read the tokenizer of {folder}: {exc}") from exc
+    return turn_text_of(tokenizer, f"{getattr(tokenizer, 'name_or_path', '')} {folder.name}")
+
+
+def load_base_model(stack: TrainingStack, path: Path, dtype: Any = None) -> tuple[Any, Any]:
+    """The model and tokenizer of a transformers folder, or of a GGUF file (float32 weights,
+    from the cache when it holds this file's conversion, else converted and cached)."""
+    if is_transformers_model(path):
+        try:
+            return _from_pretrained(stack, path, None, dtype)
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            raise TrainDataError(f"transformers cannot read the model {path}: {exc}") from exc
+    if path.is_dir():
+        raise TrainDataError(f"{path}: neither a GGUF file nor a transformers model folder")
+    model, tokenizer = _gguf_model(stack, path)
+    return (model.to(dtype) if dtype is not None else model), tokenizer
+
+
+def _gguf_model(stack: TrainingStack, gguf_path: Path) -> tuple[Any, Any]:
     folder = converted_model_dir(stack, gguf_path)
     if (folder / _READY).is_file():
         try:
@@ -72,12 +138,14 @@ def load_base_model(stack: TrainingStack, gguf_path: Path) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def _from_pretrained(stack: TrainingStack, folder: Path, gguf_file: str | None) -> tuple[Any, Any]:
+def _from_pretrained(
+    stack: TrainingStack, folder: Path, gguf_file: str | None, dtype: Any = None
+) -> tuple[Any, Any]:
     auto = stack.transformers
     extra = {"gguf_file": gguf_file} if gguf_file else {}
     tokenizer = auto.AutoTokenizer.from_pretrained(str(folder), **extra)
     model = auto.AutoModelForCausalLM.from_pretrained(
-        str(folder), dtype=stack.torch.float32, **extra
+        str(folder), dtype=dtype or stack.torch.float32, **extra
     )
     return model, tokenizer
 

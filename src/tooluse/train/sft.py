@@ -8,7 +8,11 @@ exported as a llama.cpp GGUF LoRA adapter with a ``card.json`` beside it.
     LlamaCppBackend.default(lora_path=card["adapter"])
 
 The base weights are read from the GGUF file itself (transformers' GGUF loader dequantises
-them to float32). The examples are prompt/completion pairs (:mod:`tooluse.train.data`), so the
+them to float32), or from a transformers model folder (``base_model`` a folder with a
+``config.json``). The run uses CUDA when torch sees a GPU (bfloat16), else the CPU (float32).
+The adapter is always saved for transformers and peft (``OUT/adapter/``:
+``adapter_model.safetensors`` and ``adapter_config.json``) and, for a GGUF base, also as a
+llama.cpp GGUF LoRA (``OUT/adapter.gguf``). The examples are prompt/completion pairs (:mod:`tooluse.train.data`), so the
 loss falls on the assistant turns only. Checkpoints go to ``OUT/checkpoints`` every
 ``save_steps``; a run started again on the same ``OUT`` resumes from the last one.
 ``max_minutes`` stops a run cleanly (checkpoint and adapter written) when its time is up.
@@ -24,19 +28,21 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tooluse.train.base_model import load_base_model
+from tooluse.train.base_model import is_transformers_model, load_base_model, training_device
 from tooluse.train.data import TrainDataError, TrainExample
 from tooluse.train.runtime import TrainingStack, import_training_stack
 
 __all__ = [
     "ADAPTER_FILE",
     "CARD_FILE",
+    "PEFT_DIR",
     "TARGET_MODULES",
     "SFTOptions",
     "check_start_adapter",
     "export_adapter",
     "lora_setup",
     "run_sft",
+    "save_peft_adapter",
     "sft_config",
     "start_from_adapter",
     "stop_after",
@@ -44,6 +50,8 @@ __all__ = [
 ]
 
 ADAPTER_FILE = "adapter.gguf"
+#: The adapter for transformers and peft (``PeftModel.from_pretrained(model, OUT/adapter)``).
+PEFT_DIR = "adapter"
 CARD_FILE = "card.json"
 #: The projections LoRA adapts (every linear layer of a Llama block).
 TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -108,7 +116,14 @@ def check_lengths(tokenizer: Any, examples: Sequence[TrainExample], max_length: 
 
 def check_start_adapter(adapter_path: Path, base_model: Path | None = None) -> None:
     """``TrainDataError`` unless ``adapter_path`` is a LoRA adapter for the base model (the
-    embedded SmolLM2 when ``base_model`` is None): checked before any training work."""
+    embedded SmolLM2 when ``base_model`` is None; a peft folder for a transformers base):
+    checked before any training work."""
+    if base_model is not None and is_transformers_model(base_model):
+        if not (adapter_path / "adapter_config.json").is_file():
+            raise TrainDataError(
+                f"{adapter_path}: not a peft adapter folder (no adapter_config.json)"
+            )
+        return
     from tooluse.local.model_files import ModelFileError, check_lora_path, default_model_path
 
     try:
@@ -118,7 +133,11 @@ def check_start_adapter(adapter_path: Path, base_model: Path | None = None) -> N
 
 
 def start_from_adapter(stack: TrainingStack, model: Any, adapter_path: Path) -> tuple[Any, float]:
-    """The base model with the ``train sft`` adapter at ``adapter_path`` on it, trainable."""
+    """The base model with the adapter at ``adapter_path`` on it, trainable: a ``train sft``
+    GGUF adapter, or a peft folder."""
+    if adapter_path.is_dir():
+        tuned = stack.peft.PeftModel.from_pretrained(model, str(adapter_path), is_trainable=True)
+        return tuned, float(tuned.peft_config["default"].lora_alpha)
     from tooluse.train.gguf_lora import read_lora_gguf
 
     config = model.config
@@ -165,7 +184,9 @@ def lora_setup(
 
 
 def sft_config(stack: TrainingStack, options: SFTOptions) -> Any:
-    """TRL's settings of an SFT run: float32 on the CPU, one log line per step."""
+    """TRL's settings of an SFT run: float32 on the CPU (bfloat16 on a GPU that has it), one log
+    line per step."""
+    device, dtype = training_device(stack)
     return stack.trl.SFTConfig(
         output_dir=str(options.out / "checkpoints"),
         max_steps=options.steps,
@@ -179,15 +200,15 @@ def sft_config(stack: TrainingStack, options: SFTOptions) -> Any:
         save_steps=options.save_steps,
         save_total_limit=1,
         report_to=[],
-        use_cpu=True,
+        use_cpu=device == "cpu",
         dataloader_num_workers=0,
         disable_tqdm=not options.progress,
         lr_scheduler_type="constant",
         # TRL's default is bf16 autocast wherever torch allows it, which includes CPUs
         # without bf16 arithmetic: there every matmul is emulated, about 30 times slower
         # (4.5 against 55 tokens/s, measured on 2 cores). The weights are float32; so is the training.
-        bf16=False,
-        fp16=False,
+        bf16=dtype == stack.torch.bfloat16,
+        fp16=dtype == stack.torch.float16,
     )
 
 
@@ -197,7 +218,7 @@ def _trainer(
     from tooluse.local.model_files import default_model_path
 
     base = options.base_model or default_model_path()
-    model, tokenizer = load_base_model(stack, Path(base))
+    model, tokenizer = load_base_model(stack, Path(base), training_device(stack)[1])
     model, lora, alpha = lora_setup(
         stack, model, options.start_adapter, rank=options.lora_rank, alpha=options.lora_alpha
     )
@@ -235,6 +256,23 @@ def export_adapter(stack: TrainingStack, model: Any, alpha: float, path: Path) -
     return write_lora_gguf(tensors, shape, path)
 
 
+def save_peft_adapter(model: Any, path: Path) -> Path:
+    """Save the peft ``model``'s adapter into the folder ``path`` (``adapter_model.safetensors``
+    and ``adapter_config.json``), written beside it and renamed into place."""
+    import shutil
+
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        model.save_pretrained(str(partial), safe_serialization=True)
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(partial, path)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return path
+
+
 def _metrics(trainer: Any, seconds: float) -> dict[str, Any]:
     logs = [row for row in trainer.state.log_history if "loss" in row]
     tokens = max((float(row.get("num_tokens", 0)) for row in logs), default=0.0)
@@ -263,10 +301,17 @@ def run_sft(
     started = time.monotonic()
     trainer.train(resume_from_checkpoint=last)
     seconds = time.monotonic() - started
-    adapter = export_adapter(stack, trainer.model, alpha, options.out / ADAPTER_FILE)
+    peft_dir = save_peft_adapter(trainer.model, options.out / PEFT_DIR)
+    if options.base_model is not None and is_transformers_model(options.base_model):
+        adapter, size = peft_dir, (peft_dir / "adapter_model.safetensors").stat().st_size
+    else:  # a llama.cpp base: the GGUF adapter too
+        adapter = export_adapter(stack, trainer.model, alpha, options.out / ADAPTER_FILE)
+        size = adapter.stat().st_size
     card = {
         "adapter": str(adapter),
-        "adapter_bytes": adapter.stat().st_size,
+        "adapter_bytes": size,
+        "adapter_peft": str(peft_dir),
+        "device": training_device(stack)[0],
         "base_model": str(options.base_model or "embedded SmolLM2-135M-Instruct (Q4_1 GGUF)"),
         "method": "sft",
         "data": dict(data),
