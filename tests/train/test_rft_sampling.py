@@ -14,9 +14,8 @@ from tooluse.train.sft import SFTOptions
 @pytest.mark.timeout(900)
 def test_the_samples_of_a_task_play_together_and_equal_the_samples_played_alone(tmp_path):
     options = RFTOptions(
-        environment="math:arithmetic",
+        environments=(("math:arithmetic", 2),),
         sft=SFTOptions(out=tmp_path),
-        size=2,
         held_out=1,
         samples=4,
         temperature=0.8,

@@ -149,11 +149,12 @@ def test_tiny_rft_round_samples_keeps_trains_reports_and_resumes(tmp_path):
     # threshold 0 keeps every sample (the base model solves none), so the round trains
     first = CliRunner().invoke(app, [*RFT, "--threshold", "0", "--out", str(out)])
     assert first.exit_code == 0, first.output
-    assert "round 0 (base model): held-out success" in first.output
-    assert "round 1: kept 1 of 1 trajectories (reward >= 0.0); training on 1" in first.output
+    assert "round 0 (base): validation" in first.output
+    assert "round 1: kept 1 of 1 trajectories (reward >= 0.0; math:arithmetic 1/1)" in first.output
     card = json.loads((out / "round-1" / "card.json").read_text())
-    assert card["kept"] == 1 and card["sampled"] == 1 and 0.0 <= card["held_out_success"] <= 1.0
-    assert card["data"] == {"environment": "math:arithmetic", "split": "train", "round": 1}
+    assert card["kept"] == {"math:arithmetic": 1} and card["sampled"] == {"math:arithmetic": 1}
+    assert 0.0 <= card["held_out_success"] <= 1.0
+    assert card["data"]["environments"] == ["math:arithmetic"] and card["data"]["round"] == 1
     check_lora_path(out / "round-1" / "adapter.gguf")
     kept = (out / "round-1" / "kept.jsonl").read_text().splitlines()
     assert len(kept) == 1 and all(

@@ -6,7 +6,7 @@
     tooluse train sft --data sft.jsonl --out runs/sft --max-minutes 60
     tooluse train data --recipe src/tooluse/train/recipes/generalist.toml --out runs/data
     tooluse train sft --recipe src/tooluse/train/recipes/generalist.toml --out runs/sft
-    tooluse train rft --env math:arithmetic --rounds 3 --samples 4 --out runs/rft
+    tooluse train rft --env math:arithmetic --env bfcl:simple_python=40 --rounds 3 --out runs/rft
     tooluse train grpo --env math:arithmetic --steps 20 --generations 4 --out runs/grpo
     tooluse train merge --out smollm2-trained.gguf   # the shipped adapter merged into the model
 
@@ -267,10 +267,22 @@ TemperatureOption = Annotated[float, typer.Option("--temperature", help="Samplin
 
 def rft_command(  # noqa: PLR0913 - one parameter per command-line option
     out: OutOption,
-    env: Annotated[str, typer.Option("--env", "-e", help="The environment.")] = "math:arithmetic",
-    size: Annotated[int, typer.Option("--size", min=2, help="Train tasks.")] = 64,
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env",
+            "-e",
+            help="An environment (BFCL categories too); repeat to mix several; NAME=N takes N "
+            "train tasks of it instead of --size.",
+        ),
+    ] = None,
+    size: Annotated[int, typer.Option("--size", min=2, help="Train tasks per environment.")] = 64,
     held_out: HeldOutOption = 16,
-    rounds: RoundsOption = 2,
+    rounds: RoundsOption = 4,
+    patience: Annotated[
+        int,
+        typer.Option("--patience", min=1, help="Stop after N rounds without a better validation."),
+    ] = 1,
     samples: SamplesOption = 4,
     threshold: ThresholdOption = 1.0,
     temperature: TemperatureOption = 0.8,
@@ -289,14 +301,33 @@ def rft_command(  # noqa: PLR0913 - one parameter per command-line option
         Path | None,
         typer.Option("--adapter", help="Round 1 samples with it (a train sft adapter)."),
     ] = None,
+    recipe: Annotated[
+        Path | None,
+        typer.Option("--recipe", help="A recipe whose gold conversations join every round."),
+    ] = None,
+    rollout_model: Annotated[
+        str | None,
+        typer.Option(
+            "--rollout-model",
+            help="Sample and validate with this tooluse model instead of llama.cpp; "
+            "{adapter} in it becomes the current adapter's path.",
+        ),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="Trajectories at once (rollout model).")
+    ] = 1,
+    base: BaseOption = None,
     quiet: QuietOption = False,
 ) -> None:
-    """Rejection sampling: sample, keep the rewarded, fine-tune; each round's held-out success."""
+    """Rejection sampling over several environments: sample, keep what each task's checker
+    accepts, fine-tune with the recipe's gold data; each round's validation success."""
     from tooluse.train.rft import RFTOptions, run_rft
     from tooluse.train.runtime import import_training_stack
     from tooluse.train.sft import SFTOptions
 
-    import_training_stack()
+    with _one_line_errors():
+        import_training_stack()  # a missing extra is named before any work is done
+        environments = tuple(_sized(name, size) for name in env or ["math:arithmetic"])
     sft = SFTOptions(
         out=out,
         steps=steps,
@@ -308,23 +339,31 @@ def rft_command(  # noqa: PLR0913 - one parameter per command-line option
         seed=seed,
         save_steps=max(1, steps // 4),
         max_minutes=max_minutes,
+        base_model=base,
         progress=not quiet,
     )
     options = RFTOptions(
-        environment=env,
+        environments=environments,
         sft=sft,
-        size=size,
         held_out=held_out,
         rounds=rounds,
+        patience=patience,
         samples=samples,
         threshold=threshold,
         temperature=temperature,
         max_turns=max_turns,
         max_tokens=max_tokens,
         start_adapter=adapter,
+        recipe=recipe,
+        rollout_model=rollout_model,
+        concurrency=concurrency,
     )
     with _one_line_errors():
-        run_rft(options, report=typer.echo)
+        card = run_rft(options, report=typer.echo)
+    typer.echo(
+        f"best round {card['best_round']} ({card['stopped']}); adapter {card['adapter']}, "
+        f"card {out / 'card.json'}"
+    )
 
 
 GenerationsOption = Annotated[

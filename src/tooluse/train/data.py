@@ -57,6 +57,7 @@ __all__ = [
     "render_examples",
     "teacher_conversations",
     "teacher_data",
+    "train_environment",
 ]
 
 #: BFCL's single-turn categories with a gold answer (``live_relevance`` has none).
@@ -398,9 +399,12 @@ def teacher_data(  # noqa: PLR0913 - the source's settings, keyword-only
     )
 
 
-def _teacher_environment(
+def train_environment(
     environment: str, split: str, size: int, seed: int, options: Mapping[str, Any]
 ) -> Any:
+    """Environment ``environment`` on ``split`` with ``size`` tasks as training uses it: a
+    procedural one generated from ``seed``, a seeded sample of a BFCL single-turn category's
+    entries that fit a short sequence, the first ``size`` of another fixed set."""
     from tooluse.envs import environment_registry
 
     if environment == "math:arithmetic" or environment.startswith(_REASONING_GYM):
@@ -441,7 +445,7 @@ def _played_conversations(  # noqa: PLR0913 - the source's settings, keyword-onl
     from tooluse.providers.scripted import ScriptedBackend
 
     try:
-        env = _teacher_environment(environment, split, size, seed, options)
+        env = train_environment(environment, split, size, seed, options)
     except (ValueError, TypeError, FileNotFoundError) as exc:
         raise TrainDataError(f"{environment}: {exc}") from exc
     system = MATH_TEXT_PROMPT if answer == "text" else default_system_prompt(environment)
