@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.serve.conftest import start_server, stop
 from typer.testing import CliRunner
 
-from tests.serve.conftest import start_server, stop
 from tooluse.cli.app import app
 
 pytest.importorskip("torch")
@@ -104,10 +104,10 @@ def test_a_transformers_base_trains_and_its_peft_adapter_generates(tiny_model, t
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_rft_samples_from_a_served_model_and_trains_the_transformers_base(tiny_model, tmp_path):
-    base_args = ["train", "rft", "--base", str(tiny_model), "--env", "bfcl:irrelevance=3",
+    base_args = ["train", "rft", "--base", str(tiny_model), "--env", "math:arithmetic=3",
                  "--held-out", "1", "--samples", "1", "--rounds", "1", "--threshold", "0",
                  "--steps", "1", "--batch-size", "1", "--max-length", "1024",
-                 "--max-tokens", "48", "-q"]  # fmt: skip
+                 "--max-turns", "1", "--max-tokens", "24", "-q"]  # fmt: skip
     # without a backend to sample with, a transformers base is refused in one line
     refused = CliRunner().invoke(app, [*base_args, "--out", str(tmp_path / "none")])
     assert refused.exit_code == 2
@@ -116,7 +116,7 @@ def test_rft_samples_from_a_served_model_and_trains_the_transformers_base(tiny_m
     process, url = start_server(["--model", "local:base"], tmp_path / "serve.log")
     try:
         out = tmp_path / "rft"
-        rollout = f"openai-compatible:{url}/v1"
+        rollout = f"openai-compatible:{url}/v1#local:base"
         result = CliRunner().invoke(
             app, [*base_args, "--rollout-model", rollout, "--out", str(out)]
         )
@@ -124,7 +124,7 @@ def test_rft_samples_from_a_served_model_and_trains_the_transformers_base(tiny_m
         stop(process)
     assert result.exit_code == 0, result.output
     round_card = json.loads((out / "round-1" / "card.json").read_text())
-    assert round_card["sampled"] == {"bfcl:irrelevance": 2} == round_card["kept"]
+    assert round_card["sampled"] == {"math:arithmetic": 2} == round_card["kept"]
     assert (out / "round-1" / "adapter" / "adapter_model.safetensors").is_file()
     run_card = json.loads((out / "card.json").read_text())
     assert run_card["rollout_model"] == rollout
