@@ -121,20 +121,28 @@ MUTANTS ?= 40
 mutation: install
 	MUTANTS=$(MUTANTS) $(PY) benchmarks/mutation.py $(GROUPS)
 
-# The real training run (long: about 26 minutes of training and 45 of evaluation on 2 idle
-# cores; run nothing else beside it). Resumable: run it again after a kill.
+# The real training run (long: on 2 idle cores about 40 s per step of 8 examples of the
+# generalist recipe, so two rounds of 50 steps plus sampling take about 80 minutes, and the
+# measurement about 45; run nothing else beside it). Resumable: run it again after a kill.
 TRAIN_OUT ?= runs/train
+RECIPE ?= src/tooluse/train/recipes/generalist.toml
+RFT_ENVS ?= --env bfcl:simple_python=24 --env bfcl:multiple=24 --env bfcl:parallel=24 \
+  --env bfcl:irrelevance=24 --env bfcl:live_irrelevance=24 --env math:arithmetic=24 \
+  --env reasoning_gym:gsm_symbolic=24
 train: install
-	# The shipped adapter (src/tooluse/local/adapters): SFT on the scripted teachers of
-	# math:arithmetic and three reasoning-gym datasets (train splits); then base against
-	# trained on the test splits (benchmarks/results/train.json), run as `local` runs it: the
-	# adapter at half strength writes the calls, the untouched model judges and writes the text.
-	$(VENV)/bin/tooluse train sft --env math:arithmetic --env reasoning_gym:basic_arithmetic \
-	  --env reasoning_gym:chain_sum --env reasoning_gym:products --size 120 --split train \
-	  --steps 40 --batch-size 8 --learning-rate 3e-4 --max-length 768 --max-minutes 40 \
-	  --out $(TRAIN_OUT)/sft4
-	$(PY) benchmarks/measure_training.py --adapter $(TRAIN_OUT)/sft4/adapter.gguf \
-	  --runs $(TRAIN_OUT)/measure-sft4 --lora-scale 0.5 --decider default-then-model \
+	# The recipe's dataset (train splits only, leak-checked against every test split), then
+	# rejection sampling over BFCL's categories, word problems and arithmetic with the recipe's
+	# gold data in every round; each round validated on the last 8 train tasks of every
+	# environment, stopping when the validation stops improving (OUT/card.json: the curve).
+	$(VENV)/bin/tooluse train data --recipe $(RECIPE) --out $(TRAIN_OUT)/rft/data
+	$(VENV)/bin/tooluse train rft --recipe $(RECIPE) $(RFT_ENVS) --held-out 8 --samples 2 \
+	  --rounds 2 --patience 1 --steps 50 --batch-size 8 --learning-rate 3e-4 --max-length 1152 \
+	  --max-tokens 160 --max-turns 3 --max-minutes 35 -q --out $(TRAIN_OUT)/rft
+	# Base against trained on the test splits (benchmarks/results/train.json), the best round's
+	# adapter as `local` runs it.
+	$(PY) benchmarks/measure_training.py \
+	  --adapter "$$($(PY) -c 'import json,sys; print(json.load(open(sys.argv[1]))["adapter"])' $(TRAIN_OUT)/rft/card.json)" \
+	  --runs $(TRAIN_OUT)/measure-rft --lora-scale 0.5 --decider default-then-model \
 	  --narrow first --judge base --grounding chain --text base --env-tool-choice required
 	# To ship a new adapter: copy it over src/tooluse/local/adapters/smollm2-135m-arithmetic.gguf
 	# (its card.json as the .json beside it) and measure it with --card on that .json.
