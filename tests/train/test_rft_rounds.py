@@ -89,7 +89,7 @@ name = "gold"
 drop = true
 [[source]]
 name = "bfcl:simple_python"
-count = 3
+count = 2
 """
 
 
@@ -101,13 +101,14 @@ def test_one_round_over_two_environments_keeps_what_their_checkers_accept(tmp_pa
     out = tmp_path / "rft"
     args = ["train", "rft", "--env", "math:arithmetic=2", "--env", "bfcl:irrelevance=3",
             "--held-out", "1", "--samples", "2", "--rounds", "1", "--steps", "1",
-            "--batch-size", "1", "--max-length", "1024", "--max-turns", "2", "--max-tokens", "64",
+            "--batch-size", "1", "--max-length", "1024", "--max-turns", "1", "--max-tokens", "32",
             "--recipe", str(recipe), "-q", "--out", str(out)]  # fmt: skip
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     round_card = json.loads((out / "round-1" / "card.json").read_text())
     assert round_card["sampled"] == {"math:arithmetic": 2, "bfcl:irrelevance": 4}
-    assert round_card["gold_conversations"] == 3
+    gold = (out / "data" / "data.jsonl").read_text().splitlines()
+    assert round_card["gold_conversations"] == len(gold) > 0
     kept = [json.loads(line) for line in (out / "round-1" / "kept.jsonl").read_text().splitlines()]
     assert sum(round_card["kept"].values()) == len(kept) == round_card["training_conversations"]
     # the base model answers BFCL's irrelevant requests without a call most of the time: the
