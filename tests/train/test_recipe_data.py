@@ -298,3 +298,30 @@ def test_a_recipe_with_leaks_is_refused_with_examples_or_built_without_them(tmp_
     # every kept training prompt clears the check; the same recipe again is read back
     again = build_dataset(load_recipe(recipe), out, report=lambda line: None)
     assert again.report["data_sha256"] == report["data_sha256"]
+
+
+BENCHMARKS = """
+name = "benchmarks"
+[leak_check]
+drop = true
+[[source]]
+name = "tau2:retail"
+count = 3
+[[source]]
+name = "nestful"
+count = 3
+"""
+
+
+def test_benchmark_environments_are_recipe_sources_and_test_splits(tmp_path):
+    recipe = _recipe(tmp_path, BENCHMARKS, "benchmarks.toml")
+    built = build_dataset(load_recipe(recipe), tmp_path / "out", report=lambda line: None)
+    sources = built.report["sources"]
+    assert sources["tau2:retail"]["kept"] == 3 and sources["nestful"]["kept"] == 3
+    assert sources["tau2:retail"]["conversations"] >= 1 and sources["nestful"]["conversations"] >= 1
+    # the agent's closing message after the tools' results, and NESTFUL's answer after its calls
+    assert sources["nestful"]["text_after_tool_results"] > 0
+    checked = built.report["leak_check"]["test_splits"]
+    assert {"tau2:retail", "tau2:airline", "tau2:telecom", "nestful", "complexfuncbench"} <= set(
+        checked
+    )

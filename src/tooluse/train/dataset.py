@@ -50,7 +50,7 @@ DATA_FILE = "data.jsonl"
 REPORT_FILE = "report.json"
 _LISTED = 5  # examples named in a refusal
 #: Test splits checked whatever the recipe names: every BFCL category this project scores, the
-#: arithmetic of the README tables, and the benchmark environments once they are registered.
+#: arithmetic of the training benchmark, and the τ²-bench and nested-call environments.
 BENCHMARK_TEST_SPLITS = (
     "bfcl:simple_python",
     "bfcl:simple_java",
@@ -138,10 +138,12 @@ def test_items(name: str, *, size: int = 200) -> list[TestItem]:
         return _bfcl_items(name)
     from tooluse.envs import environment_registry
 
+    # τ²-bench's conversations need a customer to open: the scripted one (no model runs)
+    extra = {"user": "gold"} if name.startswith("tau2:") and not name.endswith(":solo") else {}
     try:
-        env = environment_registry.get(name=name, split="test", size=size)
+        env = environment_registry.get(name=name, split="test", size=size, **extra)
     except (TypeError, ValueError):  # a fixed set (or math:arithmetic's fixed 50): as it is
-        env = environment_registry.get(name=name, split="test")
+        env = environment_registry.get(name=name, split="test", **extra)
     with env:
         return [
             TestItem(source=name, id=task.id or str(number), text=task.prompt)
