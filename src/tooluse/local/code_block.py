@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tooluse.execution.code_mode.stubs import ToolStub, tool_stubs
 from tooluse.messages import ChatMessage, ToolCall, Usage
@@ -33,6 +33,9 @@ from tooluse.providers.base import (
     ToolChoice,
 )
 from tooluse.tools.definition import ToolDefinition
+
+if TYPE_CHECKING:
+    from tooluse.local.backend import LlamaCppBackend
 
 __all__ = ["CodeBlockModel", "program_grammar"]
 
@@ -136,7 +139,7 @@ class CodeBlockModel(BaseBackend):
 
     def __init__(
         self,
-        backend: Any,
+        backend: LlamaCppBackend,
         *,
         constrain: bool = True,
         max_tokens: int = 160,

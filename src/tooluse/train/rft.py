@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tooluse.providers.base import Backend
 from tooluse.train.base_model import is_transformers_model
@@ -48,6 +48,9 @@ from tooluse.train.data import (
     train_environment,
 )
 from tooluse.train.sft import ADAPTER_FILE, CARD_FILE, PEFT_DIR, SFTOptions, run_sft, write_json
+
+if TYPE_CHECKING:
+    from tooluse.local.backend import LlamaCppBackend
 
 __all__ = ["RFTOptions", "run_rft"]
 
@@ -98,7 +101,7 @@ class _Source:
         return range(len(self.env) - self.held_out, len(self.env))
 
 
-def _backend(adapter: Path | None, options: RFTOptions | None = None) -> Any:
+def _backend(adapter: Path | None, options: RFTOptions | None = None) -> Backend:
     """The current model: base (+ ``adapter``) on llama.cpp, or the rollout model."""
     if options is not None and options.rollout_model:
         from tooluse.providers.model_registry import load_model
@@ -111,12 +114,24 @@ def _backend(adapter: Path | None, options: RFTOptions | None = None) -> Any:
                 "the rollout model names {adapter} but the first round has none (give --adapter)"
             )
         return load_model(spec.replace("{adapter}", str(adapter)))
+    return _local_backend(adapter, options)
+
+
+def _local_backend(adapter: Path | None, options: RFTOptions | None) -> LlamaCppBackend:
+    """The base (+ ``adapter``) on llama.cpp."""
     from tooluse.local.backend import LlamaCppBackend
 
     base = options.sft.base_model if options is not None else None
     if base is None:
         return LlamaCppBackend.default(n_ctx=2048, lora_path=adapter)
     return LlamaCppBackend(base, n_ctx=2048, lora_path=adapter)
+
+
+def _close(backend: Backend) -> None:
+    """Free a backend that holds a model (an HTTP backend has nothing to free)."""
+    close = getattr(backend, "close", None)
+    if callable(close):
+        close()
 
 
 def _runner(env: Any, backend: Backend, options: RFTOptions, temperature: float, seed: int) -> Any:
@@ -201,7 +216,7 @@ def _adapter_of(options: RFTOptions, round_out: Path) -> Path:
     return round_out / ADAPTER_FILE
 
 
-def _renderer(options: RFTOptions, backend: Any) -> TurnRenderer:
+def _renderer(options: RFTOptions, backend: Backend) -> TurnRenderer:
     """What writes the training text: the base's own renderer."""
     base = options.sft.base_model
     if base is not None and is_transformers_model(base):
@@ -210,16 +225,16 @@ def _renderer(options: RFTOptions, backend: Any) -> TurnRenderer:
 
         return folder_turn_text(import_training_stack(), base)  # type: ignore[no-any-return]
     if hasattr(backend, "render_turn"):
-        return backend  # type: ignore[no-any-return]
-    local = _backend(None, replace(options, rollout_model=None))
+        return cast(TurnRenderer, backend)
+    local = _local_backend(None, options)
     try:
-        return local.turn_text  # type: ignore[no-any-return]
+        return local.turn_text
     finally:
         local.close()
 
 
 def _sample_and_keep(
-    sources: Sequence[_Source], backend: Any, options: RFTOptions, number: int, out: Path
+    sources: Sequence[_Source], backend: Backend, options: RFTOptions, number: int, out: Path
 ) -> tuple[list[Any], dict[str, int], dict[str, int]]:
     kept: list[Any] = []
     sampled: dict[str, int] = {}
@@ -267,7 +282,7 @@ def _round(
             )
         examples = render_examples([*conversations, *gold], _renderer(options, backend))
     finally:
-        backend.close()
+        _close(backend)
     sample_seconds = time.monotonic() - started
     described = {
         "environments": [s.name for s in sources],
@@ -280,7 +295,7 @@ def _round(
     try:
         validation = _validation(sources, tuned, options)
     finally:
-        tuned.close()
+        _close(tuned)
     card.update(
         round=number,
         sampled=sampled,
@@ -355,7 +370,7 @@ def _start(sources: Sequence[_Source], options: RFTOptions) -> dict[str, Any]:
     try:
         validation = _validation(sources, backend, options)
     finally:
-        backend.close()
+        _close(backend)
     start = {"round": 0, "model": str(options.start_adapter or "base"), "validation": validation}
     write_json(path, start)
     return start

@@ -194,15 +194,16 @@ class Tau2Environment(ToolEnvironment):
 
     def _user_for(self, task_index: int) -> UserSimulator:
         task = self._source[task_index]
-        backend: Any
+        backend: Backend
         if self._user == "gold":
             backend = ScriptedUser(gold_script(task).user)
         elif self._user is not None:
-            backend = (
-                self._user(task_index)
-                if callable(self._user) and not hasattr(self._user, "generate")
-                else self._user
-            )
+            user = self._user
+            if callable(user) and not hasattr(user, "generate"):
+                backend = user(task_index)
+            else:
+                assert not isinstance(user, str)  # "gold" is handled above
+                backend = user  # type: ignore[assignment]
         elif self._user_backend is not None:
             backend = self._user_backend
         else:  # solo: no user (checked at construction)
