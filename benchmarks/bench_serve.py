@@ -182,13 +182,15 @@ def measure(base: str, model: str) -> dict[str, Any]:
 
 
 CLIENTS = 8
-CONCURRENT_ASKS = (
+# A forced call names its function: llama_cpp.server's chatml-function-calling format takes
+# "auto", "none" or a named function, and fails on "required" (an assertion, a 500).
+CONCURRENT_ASKS: tuple[tuple[str, Any], ...] = (
     ("Write a short paragraph about the sea.", None),
-    ("What's the weather in Paris?", "required"),
+    ("What's the weather in Paris?", {"type": "function", "function": {"name": "get_weather"}}),
     ("What time is it in Tokyo?", "auto"),
     ("Describe a walk in the forest.", None),
     ("Is it raining in London right now?", "auto"),
-    ("Compute 345 + 678.", "required"),
+    ("Compute 345 + 678.", {"type": "function", "function": {"name": "calculate"}}),
 )
 
 

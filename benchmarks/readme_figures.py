@@ -710,6 +710,47 @@ def render_serve(r: Results) -> str:
     )
 
 
+def render_batch(r: Results) -> str:
+    f = r.figures("batch")
+    limit, engine = f["limit_tokens_per_s"], f["engine_tokens_per_s"]
+    sizes = list(limit)
+    lines = [
+        f"| sequences decoded together (`benchmarks/results/batch.json`, {f['threads']} threads) | "
+        + " | ".join(sizes)
+        + " |",
+        "|---|" + "---|" * len(sizes),
+        "| llama.cpp's own batched decode, tokens/s | "
+        + " | ".join(str(limit[n]) for n in sizes)
+        + " |",
+        "| the batch engine, tokens/s | " + " | ".join(str(engine[n]) for n in sizes) + " |",
+        "| engine / limit | " + " | ".join(f"{engine[n] / limit[n]:.2f}" for n in sizes) + " |",
+        "",
+        "| workload | batched | one at a time | ratio |",
+        "|---|---|---|---|",
+    ]
+    b = f["bfcl"]
+    lines.append(
+        f"| `tooluse eval bfcl`, {b['entries']} simple_python entries, `local:base` "
+        f"| `-j 8`: {b['batched_j8']['items_per_minute']} items/min "
+        f"| `-j 1`: {b['one_at_a_time']['items_per_minute']} items/min | {b['ratio']:.2f}x "
+        f"({len(b['verdicts_differ'])} verdicts differ) |"
+    )
+    t = f["rft"]
+    lines.append(
+        f"| `train rft` sampling, {t['tasks']} tasks x {t['samples_per_task']} samples "
+        f"| {t['batched_samples_per_s']} samples/s | {t['one_at_a_time_samples_per_s']} samples/s "
+        f"| {t['ratio']:.2f}x (same trajectories: {'yes' if t['same_trajectories'] else 'no'}) |"
+    )
+    if "ray" in f:
+        y = f["ray"]
+        lines.append(
+            "| the Ray engine (2 actors) against the local engine (`-j 8`), the same entries "
+            f"| {y['ray_2_actors']['items_per_minute']} items/min "
+            f"| {y['local_j8_items_per_minute']} items/min | {y['ratio']:.2f}x |"
+        )
+    return "\n".join(lines)
+
+
 # What each mutation group covers (the groups themselves are defined in mutation.py).
 _MUTATION_GROUPS = {
     "tools": "argument validation, schema export",
@@ -759,6 +800,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "benchmarks": render_benchmarks,
     "demo-figures": render_demo,
     "serve-figures": render_serve,
+    "batch-figures": render_batch,
     "mutation-figures": render_mutation,
     "train-figures": render_train,
     "grounding-figures": render_grounding,
@@ -774,7 +816,7 @@ SPANS: dict[str, Callable[[Results], str]] = {"format-peak": render_format_peak}
 DOCUMENTS: dict[str, tuple[str, ...]] = {
     "README.md": ("headline",),
     "docs/benchmarks/index.md": ("benchmarks", "mutation-figures"),
-    "docs/benchmarks/local-model.md": ("demo-figures", "serve-figures"),
+    "docs/benchmarks/local-model.md": ("demo-figures", "serve-figures", "batch-figures"),
     "docs/benchmarks/bfcl.md": ("bfcl-figures", "bfcl-options", "grounding-figures"),
     "docs/benchmarks/training.md": ("train-figures", "environments", "benchmark-envs-figures"),
     "docs/benchmarks/tool-search.md": ("tool-search-figures",),

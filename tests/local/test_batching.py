@@ -47,15 +47,15 @@ def test_common_prefix_length(one, other, shared):
 
 def test_the_batch_size_follows_the_kv_memory_a_sequence_needs():
     per_token = 23_040  # SmolLM2-135M: 30 layers x 3 KV heads x 64 x 2 (K, V) x 2 bytes
-    assert plan_slots(4096, per_token, batch=None, keep=2) == (DEFAULT_BATCH, DEFAULT_BATCH)
+    assert plan_slots(4096, per_token, batch=None, keep=2) == (DEFAULT_BATCH + 2, DEFAULT_BATCH)
     # a long context takes more memory per sequence: fewer fit in the budget
     slots, batch = plan_slots(32768, per_token, batch=None, keep=2)
     assert batch == (1 << 30) // (32768 * per_token) < DEFAULT_BATCH
-    assert slots == max(batch, 3)
+    assert slots == batch + 2
     assert plan_slots(64, per_token, batch=None, keep=0, budget=1) == (1, 1)  # at least one
     # a given batch size is taken as asked; cached prompts kept aside add slots
     assert plan_slots(4096, per_token, batch=1, keep=2) == (3, 1)
-    assert plan_slots(4096, per_token, batch=12, keep=2) == (12, 12)
+    assert plan_slots(4096, per_token, batch=12, keep=2) == (14, 12)
     with pytest.raises(ValueError, match="at least 1"):
         plan_slots(4096, per_token, batch=0, keep=2)
 
@@ -119,13 +119,68 @@ def test_batched_greedy_outputs_equal_one_at_a_time_with_and_without_grammars(ll
     alone_engine.close()
     together = _engine(llm, batch=8)
     # the context holds the kept prompts and the latest until more sequences want to run
-    assert len(together._slots) == 3 and together.slots == 8
+    assert len(together._slots) == 3 and together.slots == 10
     batched = _run_all_at_once(together, jobs)
     assert together.stats.most_at_once > 4  # they really shared decode steps
-    assert together.stats.grown == 1 and len(together._slots) == 8
+    assert together.stats.grown == 1 and len(together._slots) == 10
     together.close()
     assert batched == alone
     assert all(len(tokens) > 3 for tokens in alone)
+
+
+def _grow_while_one_runs(engine, prompts):
+    """One sequence decodes alone in a one-slot context; three more join, so the context
+    grows under it. Its tokens, then the others'."""
+    first = engine.run(prompts[1][0], DecodeSettings(max_tokens=40))
+    taken = [next(first).token for _ in range(5)]
+    assert len(engine._slots) == 1
+    jobs = [(prompt, DecodeSettings(max_tokens=30), grammar) for prompt, grammar in prompts[2:5]]
+    others = _run_all_at_once(engine, jobs)
+    return taken + [step.token for step in first], others
+
+
+@pytest.mark.slow
+def test_growing_the_context_carries_a_running_sequence_across(llm, prompts):
+    alone_engine = _engine(llm, batch=1, keep=0)
+    alone = [s.token for s in alone_engine.run(prompts[1][0], DecodeSettings(max_tokens=40))]
+    others_alone = [[s.token for s in alone_engine.run(p, DecodeSettings(max_tokens=30), g)]
+                    for p, g in prompts[2:5]]  # fmt: skip
+    alone_engine.close()
+    engine = _engine(llm, batch=4, keep=0)
+    first, others = _grow_while_one_runs(engine, prompts)
+    assert engine.stats.grown == 1 and len(engine._slots) == 4
+    # its cells came across: nothing was read again
+    stats = engine.stats
+    assert stats.prompt_tokens + stats.reused_tokens == sum(len(p) for p, _ in prompts[1:5])
+    engine.close()
+    assert first == alone and others == others_alone
+
+
+@pytest.mark.slow
+def test_a_sequence_whose_cells_cannot_move_reads_them_again(llm, prompts, monkeypatch):
+    from tooluse.local import batching
+
+    monkeypatch.setattr(batching, "_restream", lambda *args: None)
+    engine = _engine(llm, batch=4, keep=0)
+    first, others = _grow_while_one_runs(engine, prompts)
+    # the running sequence read its prompt and its five tokens again, then went on
+    stats = engine.stats
+    assert stats.prompt_tokens + stats.reused_tokens >= sum(len(p) for p, _ in prompts[1:5]) + 21
+    engine.close()
+    assert len(first) > 5 and all(isinstance(tokens, list) and tokens for tokens in others)
+
+
+def test_a_saved_sequence_is_laid_out_for_more_streams():
+    from tooluse.local.batching import _restream
+
+    head, cells = b"HEADER", b"\x03\x00\x00\x00cells"
+    saved = head + (4).to_bytes(4, "little") + bytes(4) + cells + bytes(8)  # seq 1 of 4 streams
+    moved = _restream(saved, 1, 4, 6, len(head))
+    assert moved == head + (6).to_bytes(4, "little") + bytes(4) + cells + bytes(16)
+    assert _restream(saved, 1, 5, 6, len(head)) is None  # not the stream count written
+    assert _restream(saved, 1, 4, 6, 0) is None  # not where the count is
+    other = head + (4).to_bytes(4, "little") + (1).to_bytes(4, "little") + cells + bytes(8)
+    assert _restream(other, 1, 4, 6, len(head)) is None  # another stream holds cells
 
 
 @pytest.mark.slow
@@ -390,17 +445,18 @@ def test_an_idle_engine_nobody_holds_is_freed(llm, prompts, monkeypatch):
     import gc
     import weakref
 
-    from tooluse.local import batching
+    from tooluse.local.threads import compute_loop
 
-    monkeypatch.setattr(batching, "IDLE_EXIT", 0.2)
+    loop = compute_loop()
+    monkeypatch.setattr(loop, "idle_exit", 0.2)
     engine = _engine(llm, batch=2)
     assert len(list(engine.run(prompts[1][0], DecodeSettings(max_tokens=4)))) == 4
-    thread = engine._thread
-    thread.join(10)  # the scheduler ends once idle: it no longer holds the engine
-    assert not thread.is_alive() and engine._thread is None
-    # a new sequence starts a new scheduler
+    thread = loop._thread
+    thread.join(10)  # the compute thread ends once idle: it no longer holds the engine
+    assert not thread.is_alive() and loop._thread is None
+    # a new sequence starts it again
     assert len(list(engine.run(prompts[1][0], DecodeSettings(max_tokens=4)))) == 4
-    engine._thread.join(10)
+    assert loop._thread is not None
     gone = weakref.ref(engine)
     del engine
     gc.collect()

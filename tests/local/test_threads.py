@@ -1,13 +1,16 @@
-"""The local model's default thread count: CPU affinity, a cgroup CPU quota, OMP_NUM_THREADS."""
+"""The local model's default thread count (CPU affinity, a cgroup CPU quota, OMP_NUM_THREADS)
+and the one compute thread every engine steps on."""
 
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
 from tooluse.local.threads import (
     MAX_THREADS,
+    ComputeLoop,
     cgroup_cpu_limit,
     default_threads,
     llama_thread_options,
@@ -64,3 +67,36 @@ def test_prompt_evaluation_gets_the_same_threads_as_generation(monkeypatch):
     assert llama_thread_options(3) == {"n_threads": 3, "n_threads_batch": 3}
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert llama_thread_options() == {"n_threads": 1, "n_threads_batch": 1}
+
+
+class _Counter:
+    """A stepper with ``left`` steps of work; records the thread each step ran on."""
+
+    def __init__(self, left: int, fail_at: int | None = None) -> None:
+        self.left, self.fail_at, self.threads = left, fail_at, set()
+
+    def has_work(self) -> bool:
+        return self.left > 0
+
+    def step(self) -> None:
+        self.threads.add(threading.current_thread().name)
+        if self.fail_at is not None and self.left == self.fail_at:
+            self.left = 0
+            raise RuntimeError("this stepper broke")
+        self.left -= 1
+
+
+def test_the_compute_loop_steps_every_engine_and_runs_calls_on_one_thread():
+    loop = ComputeLoop(idle_exit=0.2)
+    one, other, broken = _Counter(5), _Counter(7), _Counter(4, fail_at=2)
+    for stepper in (one, other, broken):
+        loop.attach(stepper)
+    assert loop.call(lambda: threading.current_thread().name) == "tooluse-llama-compute"
+    with pytest.raises(ZeroDivisionError):
+        loop.call(lambda: 1 / 0)  # the caller gets a call's error; the loop goes on
+    thread = loop._thread
+    thread.join(10)  # idle once every stepper is done: the thread ends
+    assert not thread.is_alive() and loop._thread is None
+    assert one.left == other.left == 0  # the broken stepper stopped no one
+    assert one.threads == other.threads == broken.threads == {"tooluse-llama-compute"}
+    assert loop.call(lambda: loop.on_loop()) is True and not loop.on_loop()

@@ -2,7 +2,8 @@
 
 :class:`BatchEngine` owns a context with ``slots`` sequence ids over one loaded model. Callers on
 any thread submit sequences (:meth:`BatchEngine.run`, :meth:`BatchEngine.next_logits`,
-:meth:`BatchEngine.continuation_logprob`) and one scheduler thread decodes them: each step
+:meth:`BatchEngine.continuation_logprob`) and the process's compute thread
+(:class:`~tooluse.local.threads.ComputeLoop`, shared by every engine) decodes them: each step
 evaluates the next token of every sequence that is generating, in one ``llama_decode``, and
 one chunk of a prompt that is still being read. Sequences join and leave between steps
 (continuous batching); each has its own :class:`~tooluse.local.sampling.SequenceSampler` (its
@@ -44,7 +45,7 @@ from tooluse.errors import BackendError, ContextLengthError
 from tooluse.interrupts import GenerationInterrupted, stop_requested
 from tooluse.local.runtime import import_llama_cpp
 from tooluse.local.sampling import DecodeSettings, DecodeStep, SequenceSampler, Vocabulary
-from tooluse.local.threads import default_threads
+from tooluse.local.threads import compute_loop, default_threads
 
 __all__ = [
     "BatchEngine",
@@ -59,8 +60,6 @@ __all__ = [
 DEFAULT_BATCH = 8
 #: The KV memory the slots may take together when their number is chosen (the default).
 DEFAULT_KV_BUDGET = 1 << 30
-#: Seconds the scheduler thread waits for work before it ends.
-IDLE_EXIT = 5.0
 #: A shared prefix is copied from another slot only when it saves this many tokens.
 MIN_COPY = 16
 #: A cached prompt this long is worth keeping: placing a sequence elsewhere keeps it, and only
@@ -85,6 +84,23 @@ def _logprob(rows: np.ndarray, tokens: list[int]) -> float:
     top = values.max(axis=1, keepdims=True)
     logprobs = values - top - np.log(np.exp(values - top).sum(axis=1, keepdims=True))
     return float(logprobs[np.arange(len(tokens)), tokens].sum())
+
+
+def _restream(blob: bytes, seq: int, streams: int, new_streams: int, head: int) -> bytes | None:
+    """A sequence's saved state from a context of ``streams`` KV streams, laid out for one of
+    ``new_streams``. llama.cpp writes ``head`` bytes of its own, the stream count, then each
+    stream's cell count and cells, and reads back only the stream count it has; a sequence's
+    cells are in its own stream, the others are empty. ``None`` when the state is not laid
+    out so."""
+    count = blob[head : head + 4]
+    after = 4 * (streams - 1 - seq)  # the empty streams after the sequence's own
+    if count != streams.to_bytes(4, "little") or len(blob) < head + 8 + 4 * seq + after:
+        return None
+    start = head + 4
+    if blob[start : start + 4 * seq].strip(b"\0") or (after and blob[-after:].strip(b"\0")):
+        return None
+    body = blob[start : len(blob) - after]
+    return blob[:head] + new_streams.to_bytes(4, "little") + body + bytes(4 * (new_streams - 1 - seq))
 
 
 def kv_bytes_per_token(llm: Any) -> int:
@@ -117,7 +133,7 @@ def plan_slots(
         batch = max(1, min(DEFAULT_BATCH, budget // per_slot))
     if batch < 1:
         raise ValueError(f"the batch size must be at least 1, not {batch}")
-    return max(batch, keep + 1), batch
+    return batch + keep, batch
 
 
 @dataclass(kw_only=True)
@@ -208,10 +224,11 @@ class BatchEngine:
         self.last_prefill_tokens = 0
         self._waiting: deque[_Request] = deque()
         self._active: list[_Request] = []
-        self._cond = threading.Condition()
+        self._loop = compute_loop()
+        self._cond = self._loop.cond  # one lock for the loop and every engine's queues
+        self._busy = threading.RLock()  # held while the loop steps this engine
         self._closed = False
         self._clock = itertools.count(1)
-        self._thread: threading.Thread | None = None
 
     def _open(self, slots: int) -> None:
         """(Re)create the context with ``slots`` sequence slots, all empty."""
@@ -242,7 +259,9 @@ class BatchEngine:
             lib.llama_set_adapters_lora(self._ctx, adapters, 1, scales)
         self._memory = lib.llama_get_memory(self._ctx)
         self._slots = [_Slot(seq=i) for i in range(slots)]
-        self._growing = False
+        # an empty sequence's state: llama.cpp's own header, the stream count, an empty count
+        # per stream (how far into a saved state the streams start, for _restream)
+        self._state_head = len(self._saved_cells(self._slots[0])) - 4 * (1 + slots)
 
     # -- what callers use ---------------------------------------------------------------------
 
@@ -319,13 +338,11 @@ class BatchEngine:
                 return
             self._closed = True
             self._cond.notify_all()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
-        self._fail_everything(BackendError("the local model was closed"))
-        self._lib.llama_batch_free(self._batch)
-        self._lib.llama_free(self._ctx)
-        self._ctx = None
+        with self._busy:  # a step in progress ends first
+            self._fail_everything(BackendError("the local model was closed"))
+            self._lib.llama_batch_free(self._batch)
+            self._lib.llama_free(self._ctx)
+            self._ctx = None
 
     def __del__(self) -> None:  # the context is C memory
         try:
@@ -358,12 +375,7 @@ class BatchEngine:
             if self._closed:
                 raise BackendError("the local model was closed")
             self._waiting.append(request)
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._serve, name="tooluse-llama-batch", daemon=True
-                )
-                self._thread.start()
-            self._cond.notify_all()
+            self._loop.attach(self)
         return request
 
     def _wait_rows(self, request: _Request) -> list[np.ndarray]:
@@ -388,40 +400,37 @@ class BatchEngine:
 
     # -- the scheduler ------------------------------------------------------------------------
 
-    def _serve(self) -> None:
-        try:
-            while self._serve_step():
-                pass
-        except BaseException as exc:  # the scheduler cannot go on: nobody may wait forever
-            with self._cond:
-                self._closed = True
-            self._fail_everything(BackendError(f"the local model's scheduler stopped: {exc}"))
+    def has_work(self) -> bool:
+        """Whether sequences wait or run (the compute loop asks, with the lock held)."""
+        return not self._closed and bool(self._waiting or self._active)
 
-    def _serve_step(self) -> bool:
-        """Admit, then decode one step; ``False`` once the engine is closed or has been idle
-        for ``IDLE_EXIT`` seconds (the thread ends, so that an engine nobody holds can be
-        freed; the next sequence starts another)."""
-        with self._cond:
-            while not self._closed and not self._waiting and not self._active:
-                if not self._cond.wait(IDLE_EXIT) and not self._waiting:
-                    self._thread = None
-                    return False
+    def step(self) -> None:
+        """Admit waiting sequences, then decode one step (the compute loop calls this)."""
+        with self._busy:
             if self._closed:
-                return False
+                return
+            try:
+                self._serve_step()
+            except BaseException as exc:  # this engine cannot go on: nobody may wait forever
+                with self._cond:
+                    self._closed = True
+                self._fail_everything(BackendError(f"the local model's scheduler stopped: {exc}"))
+
+    def _serve_step(self) -> None:
+        with self._cond:
             for request in [r for r in self._active if r.cancelled]:
                 self.stats.cancelled += 1
                 self._finish(request, drop=True)
             self._admit()
         if stop_requested():
             self._fail_everything(GenerationInterrupted("the generation was interrupted"))
-            return True
+            return
         try:
             self._step()
         except Exception as exc:  # a native fault: every sequence in flight ends with it
             error = BackendError(f"llama.cpp failed to decode: {exc}")
             for request in list(self._active):
                 self._finish(request, error=error, drop=True)
-        return True
 
     def _fail_everything(self, error: BaseException) -> None:
         with self._cond:
@@ -438,24 +447,61 @@ class BatchEngine:
         whose prompt shares a long prefix with one still being read waits for it, then copies
         it (the k samples of one task, a server's clients with one system prompt). When more
         sequences want to run than the context has slots, the context grows to the full batch
-        once the running ones end (their caches go with the old context)."""
-        if self._growing:
-            if self._active:
-                return
-            self._open(self.slots)
-            self.stats.grown += 1
+        at once (:meth:`_grow`)."""
+        wanted = min(self.batch, len(self._active) + len(self._waiting))
+        if wanted > len(self._slots) < self.slots:
+            # before any placing: a prefix copied into a slot is written at the next decode,
+            # and carrying it across before then would carry stale cells
+            self._grow()
         for request in list(self._waiting):
             if len(self._active) >= self.batch:
                 return
             free = [slot for slot in self._slots if slot.request is None]
             if not free:
-                self._growing = len(self._slots) < self.slots
                 return
             if self._reading_its_prefix(request):
                 continue
             self._waiting.remove(request)
             self._place(request, free)
             self._active.append(request)
+
+    def _grow(self) -> None:
+        """Reopen the context with all its slots, carrying every slot's KV cells across, so
+        that running sequences go on where they were and cached prompts stay cached."""
+        lib = self._lib
+        old = self._slots
+        saved = [(slot, self._saved_cells(slot)) for slot in old if slot.tokens]
+        head = self._state_head
+        self._open(self.slots)
+        self._slots = old + self._slots[len(old) :]
+        for slot, blob in saved:
+            moved = _restream(blob, slot.seq, len(old), len(self._slots), head)
+            if moved is None or not lib.llama_state_seq_set_data(
+                self._ctx, (ctypes.c_uint8 * len(moved)).from_buffer_copy(moved), len(moved), slot.seq
+            ):
+                self._read_again(slot)
+        self.stats.grown += 1
+
+    def _saved_cells(self, slot: _Slot) -> bytes:
+        """``slot``'s KV cells as llama.cpp's sequence state."""
+        size = self._lib.llama_state_seq_get_size(self._ctx, slot.seq)
+        buffer = (ctypes.c_uint8 * size)()
+        written = self._lib.llama_state_seq_get_data(self._ctx, buffer, size, slot.seq)
+        return bytes(buffer)[:written]
+
+    def _read_again(self, slot: _Slot) -> None:
+        """``slot``'s cells did not come across: a running sequence reads what it had again
+        (the token it was about to evaluate last), an idle cache is dropped."""
+        request, tokens = slot.request, slot.tokens
+        slot.tokens = []
+        if request is None:
+            return
+        if request.feed is not None:
+            request.pending, request.feed = tokens + [request.feed], None
+        else:
+            request.pending = tokens + request.pending
+        request.evaluated += len(tokens)
+        self.stats.prompt_tokens += len(tokens)
 
     def _reading_its_prefix(self, request: _Request) -> bool:
         """Whether an active sequence is still reading a long prefix of ``request``'s prompt."""

@@ -1,12 +1,29 @@
-"""How many threads llama.cpp gets when the caller names none."""
+"""How many threads llama.cpp gets when the caller names none, and the one thread that runs
+its computations."""
 
 from __future__ import annotations
 
 import math
 import os
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["cgroup_cpu_limit", "default_threads", "llama_thread_options", "usable_cpus"]
+__all__ = [
+    "ComputeLoop",
+    "Stepper",
+    "cgroup_cpu_limit",
+    "compute_loop",
+    "default_threads",
+    "llama_thread_options",
+    "on_compute_thread",
+    "usable_cpus",
+]
+
+_T = TypeVar("_T")
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 MAX_THREADS = 8
@@ -64,3 +81,108 @@ def llama_thread_options(threads: int | None = None) -> dict[str, int]:
     else runs, the more so the larger the host."""
     count = threads if threads is not None else default_threads()
     return {"n_threads": count, "n_threads_batch": count}
+
+
+class Stepper(Protocol):
+    """Work the compute thread does a step at a time (a batch engine)."""
+
+    def has_work(self) -> bool: ...
+
+    def step(self) -> None: ...
+
+
+class ComputeLoop:
+    """The process's one thread for llama.cpp computations.
+
+    llama.cpp's CPU backend runs each computation on an OpenMP team that belongs to the thread
+    calling it, and a team's workers spin for a while after each computation. Two threads that
+    compute (two engines, or an engine and code of the caller's own) keep two teams, whose
+    idle spinning takes the cores the other one computes on: one sequence decoded at about half
+    its speed on 2 cores, and at a third with ``OMP_WAIT_POLICY=active``. So every engine
+    steps on this one thread, in turn (:meth:`attach`), and other computations can be run on it
+    too (:meth:`call`). The thread ends after ``idle_exit`` seconds without work and starts
+    again with the next."""
+
+    def __init__(self, idle_exit: float = 5.0) -> None:
+        self.cond = threading.Condition()
+        self.idle_exit = idle_exit
+        self._steppers: list[Stepper] = []
+        self._calls: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
+        self._thread: threading.Thread | None = None
+
+    def attach(self, stepper: Stepper) -> None:
+        """Step ``stepper`` while it has work (call with :attr:`cond` held, or not)."""
+        with self.cond:
+            if stepper not in self._steppers:
+                self._steppers.append(stepper)
+            self._start()
+            self.cond.notify_all()
+
+    def call(self, work: Callable[[], _T]) -> _T:
+        """Run ``work`` on the compute thread between steps, and wait for its result."""
+        if self.on_loop():
+            return work()
+        future: Future[_T] = Future()
+        with self.cond:
+            self._calls.append((work, future))
+            self._start()
+            self.cond.notify_all()
+        return future.result()
+
+    def on_loop(self) -> bool:
+        """Whether the caller is the compute thread."""
+        return threading.current_thread() is self._thread
+
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._serve, name="tooluse-llama-compute", daemon=True
+            )
+            self._thread.start()
+
+    def _serve(self) -> None:
+        while self._serve_once():
+            pass
+
+    def _serve_once(self) -> bool:
+        """Wait for work, then run the calls waiting and one step of each engine with work;
+        ``False`` once idle for ``idle_exit`` seconds. (Its locals go when it returns, so an
+        engine nobody else holds is not kept alive by the waiting thread.)"""
+        with self.cond:
+            while True:
+                self._steppers = [s for s in self._steppers if s.has_work()]
+                if self._steppers or self._calls:
+                    break
+                if not self.cond.wait(self.idle_exit) and not self._calls:
+                    self._steppers = [s for s in self._steppers if s.has_work()]
+                    if not self._steppers:
+                        self._thread = None
+                        return False
+            calls, self._calls = list(self._calls), deque()
+            steppers = list(self._steppers)
+        for work, future in calls:
+            try:
+                future.set_result(work())
+            except BaseException as exc:  # the caller gets it
+                future.set_exception(exc)
+        for stepper in steppers:
+            try:
+                stepper.step()  # an engine keeps its own faults; one never stops the others
+            except Exception:
+                with self.cond:  # a stepper that cannot step is stepped no more
+                    self._steppers = [s for s in self._steppers if s is not stepper]
+        return True
+
+
+_loop = ComputeLoop()
+
+
+def compute_loop() -> ComputeLoop:
+    """The process's compute loop."""
+    return _loop
+
+
+def on_compute_thread(work: Callable[[], _T]) -> _T:
+    """Run ``work`` (a llama.cpp computation of the caller's own) on the compute thread that
+    the batch engines decode on, and wait (see :class:`ComputeLoop`)."""
+    return _loop.call(work)
