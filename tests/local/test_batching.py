@@ -335,11 +335,16 @@ def test_a_prompt_back_after_another_comes_from_its_slot_with_the_same_logits(ll
     assert np.array_equal(engine.next_logits(first), logits)
     assert engine.last_prefill_tokens == 1
     more = engine.tokenize(" And about their colours?")
-    engine.next_logits(first + more)
-    assert engine.last_prefill_tokens == len(more)  # its continuation goes on from it
+    longer = engine.next_logits(first + more)
+    # its continuation goes on from it, reading again the first prompt's last token, which was
+    # evaluated alone: read in a chunk, as a fresh read does, its numbers are a fresh read's
+    assert engine.last_prefill_tokens == len(more) + 1
     # a prompt sharing a long prefix with a cached one copies it into a slot of its own
     fresh = _engine(llm, batch=1, keep=0)
     assert np.array_equal(fresh.next_logits(first), logits)
+    fresh.close()
+    fresh = _engine(llm, batch=1, keep=0)
+    assert np.array_equal(fresh.next_logits(first + more), longer)
     fresh.close()
     engine.close()
 
@@ -461,3 +466,22 @@ def test_an_idle_engine_nobody_holds_is_freed(llm, prompts, monkeypatch):
     del engine
     gc.collect()
     assert gone() is None
+
+
+@pytest.mark.slow
+def test_a_prompt_read_after_any_cached_prefix_of_it_has_a_fresh_reads_logits(llm):
+    engine = _engine(llm, batch=1, keep=0)
+    prompt = engine.tokenize(
+        "<|im_start|>system\n" + "You are a helpful assistant with tools. " * 20 + "<|im_end|>\n"
+        "<|im_start|>user\nWhat is the stock price of Amazon on March 11 2022?<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    whole = engine.next_logits(prompt)
+    engine.close()
+    # the cached prefix ends with a token evaluated alone (its prompt's last); the prompt goes on
+    # from the tokens before it, and never with a chunk of one token (a lone token's numbers)
+    for cut in (31, 40, len(prompt) // 2, len(prompt) - 1):
+        engine = _engine(llm, batch=1, keep=0)
+        engine.next_logits(prompt[:cut])
+        assert np.array_equal(engine.next_logits(prompt), whole), cut
+        engine.close()
