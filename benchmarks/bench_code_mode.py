@@ -297,10 +297,18 @@ def _bfcl_tools(entry: Any, world: Any) -> list[ToolDefinition]:
 
 
 def _program(turn: list[tuple[str, dict[str, Any]]], functions: dict[str, str]) -> str:
+    """One program making a user turn's calls. A call that fails is printed and the program
+    goes on, as a failed direct call's error goes back to the model and the next call follows
+    (some ground-truth calls fail on purpose)."""
     lines = []
     for name, arguments in turn:
         args = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
-        lines.append(f"await {functions[name]}({args})")
+        lines += [
+            "try:",
+            f"    await {functions[name]}({args})",
+            "except Exception as error:",
+            "    print(error)",
+        ]
     lines.append('final_answer("Done.")')
     return "\n".join(lines)
 
@@ -323,7 +331,8 @@ def _replay(entry: Any, code_mode: bool) -> tuple[int, list[bool]]:
                         name="run_python",
                         arguments={"code": _program(calls, functions)},
                     )
-                ]
+                ],
+                "Done.",  # answers only if the program did not end the turn
             ]
         else:
             script = [
