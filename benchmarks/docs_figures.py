@@ -59,8 +59,8 @@ def _headline_models(r: Any) -> list[str]:
         f"| `tooluse serve` against `llama_cpp.server`, same GGUF, {ours['questions']} tool "
         f"questions | right tool {ours['right_tool']}/{ours['questions']} against "
         f"{theirs['right_tool']}/{theirs['questions']} | [method]({LOCAL}#tooluse-serve) |",
-        f"| code mode on fan-out tasks (scripted model) | the model reads {code / direct:.3f}x "
-        f"the tokens of one call per turn | [method]({BENCHMARKS}#the-table) |",
+        f"| code mode on fan-out tasks (scripted model) | the model reads {code / direct:.2%} of "
+        f"the tokens it reads with one call per turn | [method]({BENCHMARKS}#the-table) |",
         f"| the shipped adapter on math:arithmetic (test split) | {_count(arithmetic['base'])} "
         f"-> {_count(arithmetic['trained'])} | [chart]({TRAINING}) |",
         f"| the shipped adapter on BFCL single-turn (350 entries) | {_count(bfcl['base'])} "

@@ -326,7 +326,7 @@ def rows_code_mode(r: Any) -> list[str]:
             "or a sum (scripted model): tokens the model reads",
             f"code mode: {code_tokens:,} tokens, {turns[1]} model turns per task",
             f"one call per turn: {direct_tokens:,} tokens, {turns[0]} turns",
-            f"{fan['tokens_ratio_all']:.3f}x ({right}/{len(tasks)} answers right both ways)",
+            f"{fan['tokens_ratio_all']:.2%} ({right}/{len(tasks)} answers right both ways)",
         ),
         _row(
             source,
