@@ -270,3 +270,33 @@ def test_direct_and_code_callers():
         )
     finally:
         executor.close()
+
+
+def test_an_optional_argument_left_out_is_not_sent_and_one_given_is():
+    seen: list[dict] = []
+
+    def find(**arguments: object) -> str:
+        seen.append(arguments)
+        return "ok"
+
+    # BFCL writes some defaults as text: "None" the string, which the tool itself never gets
+    schema = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "default": "."},
+            "name": {"type": "string", "default": "None"},
+            "depth": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
+        },
+    }
+    tool = ToolDefinition.from_schema("find", schema, function=find)
+    (stub,) = tool_stubs([tool])
+    assert "name: str = 'None'" in stub.signature()  # the model reads the schema's default
+    executor = CodeModeExecutor(ToolExecutor([tool]), CodeMode(timeout=10))
+    try:
+        program = "await find()\nawait find(path='.')\nawait find(name='x', depth=None)\n"
+        result = run(executor, program)
+    finally:
+        executor.close()
+    assert not result.is_error, result.output
+    # left out: not sent; given, even equal to the default, or None where null is allowed: sent
+    assert seen == [{}, {"path": "."}, {"name": "x", "depth": None}]

@@ -29,6 +29,9 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MAX_LITERALS = 20
 
 
+_UNSET = "__tooluse_unset__"
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Parameter:
     name: str  # the argument's name (also the Python name)
@@ -94,13 +97,24 @@ class ToolStub:
                 f"    return __tooluse_call__({self.tool!r}, arguments)\n"
             )
         ordered = self._ordered()
-        names = ", ".join(p.name if p.required else f"{p.name}={p.default}" for p in ordered)
-        lines = [f"def {self.function}({names}):", "    __a = {}"]
+        # An optional argument the program leaves out is not sent (the tool's own default
+        # holds, as when a direct call leaves it out): its default here is a marker, not the
+        # schema's default, which the model reads in the stub but may not be the tool's value
+        # (a default "None" written as a string would reach the tool as text).
+        names = ", ".join(p.name if p.required else f"{p.name}={_UNSET}" for p in ordered)
+        lines = [
+            f"{_UNSET} = globals().setdefault({_UNSET!r}, object())",
+            f"def {self.function}({names}):",
+            "    __a = {}",
+        ]
         for p in self.parameters:  # schema order, as the tool documents its arguments
-            if p.required or p.nullable:
+            if p.required:
                 lines.append(f"    __a[{p.name!r}] = {p.name}")
-            else:  # an optional argument left at None is not sent (the tool's default holds)
-                lines.append(f"    if {p.name} is not None:\n        __a[{p.name!r}] = {p.name}")
+                continue
+            sent = f"{p.name} is not {_UNSET}"
+            if not p.nullable:  # None for a non-nullable argument means "leave it out"
+                sent += f" and {p.name} is not None"
+            lines.append(f"    if {sent}:\n        __a[{p.name!r}] = {p.name}")
         lines.append(f"    return __tooluse_call__({self.tool!r}, __a)")
         return "\n".join(lines) + "\n"
 
