@@ -149,15 +149,15 @@ class ComputeLoop:
         ``False`` once idle for ``idle_exit`` seconds. (Its locals go when it returns, so an
         engine nobody else holds is not kept alive by the waiting thread.)"""
         with self.cond:
+            idle = False
             while True:
                 self._steppers = [s for s in self._steppers if s.has_work()]
                 if self._steppers or self._calls:
                     break
-                if not self.cond.wait(self.idle_exit) and not self._calls:
-                    self._steppers = [s for s in self._steppers if s.has_work()]
-                    if not self._steppers:
-                        self._thread = None
-                        return False
+                if idle:
+                    self._thread = None
+                    return False
+                idle = not self.cond.wait(self.idle_exit)
             calls, self._calls = list(self._calls), deque()
             steppers = list(self._steppers)
         for work, future in calls:

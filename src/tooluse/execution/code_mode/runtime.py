@@ -189,7 +189,8 @@ def _namespace(stubs: str, channel: _Channel) -> "dict[str, Any]":
         made.append((tool, coroutine))
         return coroutine
 
-    helpers: dict[str, Any] = {"__tooluse_call__": start}
+    # the stubs' default for an optional argument the program leaves out (not sent)
+    helpers: dict[str, Any] = {"__tooluse_call__": start, "__tooluse_unset__": object()}
     exec(compile(stubs, "tools.py", "exec"), helpers)
     namespace: dict[str, Any] = {
         "__name__": "__main__",

@@ -29,7 +29,7 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MAX_LITERALS = 20
 
 
-_UNSET = "__tooluse_unset__"
+_UNSET = "__tooluse_unset__"  # defined by the sandbox runtime beside __tooluse_call__
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,11 +102,7 @@ class ToolStub:
         # schema's default, which the model reads in the stub but may not be the tool's value
         # (a default "None" written as a string would reach the tool as text).
         names = ", ".join(p.name if p.required else f"{p.name}={_UNSET}" for p in ordered)
-        lines = [
-            f"{_UNSET} = globals().setdefault({_UNSET!r}, object())",
-            f"def {self.function}({names}):",
-            "    __a = {}",
-        ]
+        lines = [f"def {self.function}({names}):", "    __a = {}"]
         for p in self.parameters:  # schema order, as the tool documents its arguments
             if p.required:
                 lines.append(f"    __a[{p.name!r}] = {p.name}")
