@@ -280,15 +280,20 @@ def test_numpy_works_under_the_default_limits():
     assert result.output == "1.5"
 
 
-def test_the_compiled_child_is_rebuilt_when_a_temp_cleaner_removed_it():
+def test_the_compiled_child_is_rebuilt_when_a_temp_cleaner_removed_it(tmp_path, monkeypatch):
     import os
     import shutil
+    import tempfile
 
+    from tooluse.execution.sandbox import process
     from tooluse.execution.sandbox.process import child_command
 
+    # A cache folder of this test's own: the shared one is in use by other test workers.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(process, "_compiled", [])
     assert run_python("print(1)", FAST).output == "1"
     compiled = child_command(None)[-1]
-    assert compiled.endswith(".pyc")
+    assert compiled.endswith(".pyc") and compiled.startswith(str(tmp_path))
     shutil.rmtree(os.path.dirname(compiled))
     assert run_python("print(2)", FAST).output == "2"
     assert os.path.exists(child_command(None)[-1])
