@@ -9,11 +9,16 @@ and stops with :class:`GenerationInterrupted`.
 
 from __future__ import annotations
 
+import signal
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 
 __all__ = [
     "GenerationInterrupted",
     "clear_stop_request",
+    "interrupts_at_safe_points",
     "request_stop",
     "stop_requested",
 ]
@@ -36,3 +41,39 @@ def clear_stop_request() -> None:
 
 def stop_requested() -> bool:
     return _STOP.is_set()
+
+
+@contextmanager
+def interrupts_at_safe_points() -> Iterator[Callable[[], None]]:
+    """Inside the block Ctrl-C (SIGINT) is recorded, not raised where it lands; the yielded
+    ``check()`` raises :class:`KeyboardInterrupt` once per recorded signal, where the caller
+    calls it.
+
+    Some native code a run waits in (Ray's ``wait``) does not survive an exception raised in
+    the middle of it: it turned into a ``SystemError`` and a hung run. Outside the main thread,
+    or under a handler other than Python's default, nothing changes and ``check()`` only
+    raises what it recorded (nothing). A signal left unchecked when the block ends normally is
+    raised then.
+    """
+    pending = [0]
+
+    def check() -> None:
+        if pending[0]:
+            pending[0] -= 1
+            raise KeyboardInterrupt
+
+    def record(_signum: int, _frame: FrameType | None) -> None:
+        pending[0] += 1
+
+    ours = (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
+    if ours:
+        signal.signal(signal.SIGINT, record)
+    try:
+        yield check
+    finally:
+        if ours:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+    check()

@@ -41,6 +41,7 @@ from tooluse.evals.engine_types import (
     error_record,
     worker_capacity,
 )
+from tooluse.interrupts import interrupts_at_safe_points
 
 __all__ = ["ensure_ray", "release_workers", "run_on_ray"]
 
@@ -243,7 +244,7 @@ class _RayPool:
                 self.emit(item, error_record(None, "timeout", message))
                 self.replace(actor)
 
-    def wind_down(self, grace: float) -> None:
+    def wind_down(self, grace: float, check_interrupt: Callable[[], None]) -> None:
         """After an interrupt: start nothing more, ask every actor to stop its item, and for
         up to ``grace`` seconds write the items that still finish cleanly (an item cut short
         is left out, so a rerun does it); a second interrupt stops the wait at once."""
@@ -253,7 +254,8 @@ class _RayPool:
         deadline = time.monotonic() + grace
         try:
             while self.flight and time.monotonic() < deadline:
-                left = max(0.0, deadline - time.monotonic())
+                check_interrupt()
+                left = min(0.5, max(0.0, deadline - time.monotonic()))
                 ready, _ = self.ray.wait(list(self.flight), num_returns=1, timeout=left)
                 for ref in ready:
                     _actor, item, _started = self.flight.pop(ref)
@@ -349,35 +351,35 @@ def run_on_ray(  # noqa: PLR0913 - the engine's options, keyword-only
     digest = None if started_here else _digest(ray, make_worker)
     if digest is not None:  # kept actors fit a run that reserves the same CPUs per actor
         digest = f"{digest}/{cpus_per_worker}"
-    try:
-        kept = _KEPT.pop(digest, []) if digest else []
-        release_workers()  # kept actors of other factories would hold the CPUs new ones need
-        for actor in kept[:wanted]:
-            pool.reuse(actor)
-        for actor in kept[wanted:]:
-            ray.kill(actor, no_restart=True)
-        for _ in range(wanted - len(kept[:wanted])):
-            pool.new_actor()
-        while pool.busy:
-            pool.assign()
-            ready, _ = ray.wait([*pool.flight, *pool.starting], num_returns=1, timeout=0.5)
-            for ref in ready:
-                pool.collect(ref)
-            if item_timeout is not None:
-                pool.expire(item_timeout)
-    except GetTimeoutError as exc:  # pragma: no cover - ray.get is only called on ready refs
-        raise EngineError(f"Ray did not return a result: {exc}") from exc
-    except KeyboardInterrupt:
-        pool.wind_down(INTERRUPT_GRACE)
-        digest = None  # actors asked to stop are not kept for a later run
-        raise RunInterrupted(written=pool.written, abandoned=0) from None
-    finally:
+    # Ctrl-C is taken between Ray calls: raised inside Ray's wait it can leave the run hung.
+    with interrupts_at_safe_points() as check_interrupt:
         try:
+            kept = _KEPT.pop(digest, []) if digest else []
+            release_workers()  # kept actors of other factories would hold the CPUs new ones need
+            for actor in kept[:wanted]:
+                pool.reuse(actor)
+            for actor in kept[wanted:]:
+                ray.kill(actor, no_restart=True)
+            for _ in range(wanted - len(kept[:wanted])):
+                pool.new_actor()
+            while pool.busy:
+                check_interrupt()
+                pool.assign()
+                ready, _ = ray.wait([*pool.flight, *pool.starting], num_returns=1, timeout=0.5)
+                for ref in ready:
+                    pool.collect(ref)
+                if item_timeout is not None:
+                    pool.expire(item_timeout)
+        except GetTimeoutError as exc:  # pragma: no cover - ray.get is only called on ready refs
+            raise EngineError(f"Ray did not return a result: {exc}") from exc
+        except KeyboardInterrupt:
+            pool.wind_down(INTERRUPT_GRACE, check_interrupt)
+            digest = None  # actors asked to stop are not kept for a later run
+            raise RunInterrupted(written=pool.written, abandoned=0) from None
+        finally:
             pool.close(digest)
             if started_here:
                 ray.shutdown()
-        except KeyboardInterrupt:  # a second Ctrl-C: what is left ends with the Ray session
-            pass
     return {
         "ray_start": round(ray_start, 3),
         "workers_made": round(pool.phases["workers_made_seconds"], 3),
