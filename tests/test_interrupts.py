@@ -11,6 +11,15 @@ import pytest
 from tooluse.interrupts import interrupts_at_safe_points
 
 
+@pytest.fixture(autouse=True)
+def python_default_handler():
+    # Other tests in the same worker process may have left a library's own SIGINT handler
+    # in place; these tests are about Python's default one.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def ctrl_c() -> None:
     # The handler runs in the main thread at the next bytecode after the signal arrives.
     os.kill(os.getpid(), signal.SIGINT)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import signal
 import sys
 
 import pytest
@@ -11,7 +13,7 @@ from datasets import Dataset
 
 from tooluse import SamplingParams, ScriptedBackend, ToolCall
 from tooluse.envs import Action, RewardType, TrajectoryRunner, environment_registry
-from tooluse.envs.adapters.verifiers import VerifiersEnvironment
+from tooluse.envs.adapters.verifiers import VerifiersEnvironment, process_signals_kept
 from tooluse.errors import MissingDependencyError
 
 ROWS = [
@@ -19,6 +21,14 @@ ROWS = [
     {"question": "What is 6 * 7 + 1?", "answer": "43"},
     {"question": "What is 12 / 0?", "answer": "undefined"},
 ]
+
+
+@pytest.fixture(autouse=True)
+def worker_signals_kept():
+    # verifiers' environments install their own SIGINT/SIGTERM handlers when constructed;
+    # the test worker process goes on with its own.
+    with process_signals_kept():
+        yield
 
 
 def add(a: int, b: int) -> int:
@@ -257,6 +267,24 @@ def test_load_environment_loads_an_installed_environment_package(tmp_path, monke
     assert len(env) == 3 and env.task(2).prompt == "What is 2 + 2?"
     state, _ = env.reset(options={"task_index": 2})
     assert env.step(state, Action(text="4")).info["correct"] is True
+
+
+def test_loading_an_environment_keeps_the_process_signal_handlers(tmp_path, monkeypatch):
+    (tmp_path / "tiny_arith_env.py").write_text(TINY_ENV_PACKAGE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ours = {number: (lambda *_: None) for number in (signal.SIGINT, signal.SIGTERM)}
+    for number, handler in ours.items():
+        signal.signal(number, handler)
+    # verifiers itself replaces them ...
+    importlib.import_module("tiny_arith_env").load_environment(n=1)
+    assert signal.getsignal(signal.SIGINT) is not ours[signal.SIGINT]
+    assert signal.getsignal(signal.SIGTERM) is not ours[signal.SIGTERM]
+    for number, handler in ours.items():
+        signal.signal(number, handler)
+    # ... tooluse's adapter loads it with the process's own handlers kept
+    env = environment_registry.get(name="tiny-arith-env", adapter="verifiers", env_args={"n": 1})
+    assert len(env) == 1
+    assert {n: signal.getsignal(n) for n in ours} == ours
 
 
 def test_bad_environments_get_clear_errors():

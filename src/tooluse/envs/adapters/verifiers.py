@@ -45,6 +45,13 @@ message format): JSON, so a state saves, restores and branches; the tools keep n
 between calls (an environment whose tools need per-rollout state, ``StatefulToolEnv``, or
 that answers in text, other ``MultiTurnEnv`` kinds, is refused with ``ValueError``).
 
+**Signals.** Building a verifiers environment replaces the process's SIGINT and SIGTERM
+handlers with verifiers' own (its teardown, then Python's default for Ctrl-C and ``exit(143)``
+for SIGTERM), which would take Ctrl-C and SIGTERM away from tooluse's runs (an evaluation's
+orderly stop, Ctrl-C between Ray calls). ``build`` loads an environment with the process's
+handlers kept; for an environment you construct yourself, construct it inside
+:func:`process_signals_kept`.
+
 Supported: verifiers 0.1.x (the ``vf.ToolEnv`` / ``vf.SingleTurnEnv`` / ``vf.Rubric`` API;
 tested with 0.1.14). This is the only module that imports ``verifiers``
 (``pip install 'tooluse[verifiers]'`` and ``pip install --no-deps verifiers==0.1.14``).
@@ -54,7 +61,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+import signal
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -79,7 +89,7 @@ from tooluse.messages import ToolCall
 from tooluse.sync_bridge import run_coroutine_blocking
 from tooluse.tools.definition import ToolDefinition
 
-__all__ = ["VerifiersEnvironment", "VerifiersReward", "build"]
+__all__ = ["VerifiersEnvironment", "VerifiersReward", "build", "process_signals_kept"]
 
 VERIFIERS = "verifiers==0.1.14"
 
@@ -108,6 +118,22 @@ def _verifiers() -> _Library:
             f"'{VERIFIERS}'"
         )
     return _Library(vf=verifiers, normalize_messages=normalize_messages)
+
+
+@contextmanager
+def process_signals_kept() -> Iterator[None]:
+    """The process's SIGINT and SIGTERM handlers as they were before the block, whatever it
+    installed (verifiers' ``Environment`` installs its own when it is constructed)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread can set handlers, so nothing in the block changed them
+        return
+    kept = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in kept.items():
+            if handler is not None:  # None: set from outside Python, cannot be put back
+                signal.signal(number, handler)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -362,7 +388,8 @@ def build(name: str, *, tool_types: tuple[str, ...] = (), **options: Any) -> Too
     if vf_env is None:
         vf = _verifiers().vf
         try:
-            vf_env = vf.load_environment(name, **env_args)
+            with process_signals_kept():
+                vf_env = vf.load_environment(name, **env_args)
         except Exception as exc:
             raise ValueError(
                 f"verifiers could not load the environment {name!r} "
