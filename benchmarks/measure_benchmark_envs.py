@@ -14,8 +14,8 @@ default 4,096) on the test splits of:
 
 Each run is a ``tooluse eval`` command, printed before it runs; its directory (under
 ``--runs-dir``) resumes when the script is started again, so a stopped measurement goes on
-where it was. ``--limit N`` caps the tasks of every run (a quick look; the README's table is the
-full test splits). The figures go to ``benchmarks/results/benchmark_envs.json``, which
+where it was. ``--limit N`` caps the tasks of the runs started (a quick look; the README's table is the
+full test splits); each run records its own limit. The figures go to ``benchmarks/results/benchmark_envs.json``, which
 ``benchmarks/readme_figures.py`` renders into the README. Long: the 2-core machine needs many
 hours for the full set (ComplexFuncBench's test half alone is about 500 samples); run nothing
 else beside it.
@@ -97,6 +97,7 @@ def measure(name: str, model: str, out: Path, limit: int | None) -> dict[str, An
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     figures = {key: summary.get(key) for key in KEEP}
     figures["wall_seconds"] = round(time.perf_counter() - started, 1)
+    figures["limit"] = limit
     figures["command"] = shown(args)
     return figures
 
@@ -116,8 +117,8 @@ def main() -> None:
         tries=TRIES,
         temperature=TEMPERATURE,
         max_tokens=MAX_TOKENS,
-        limit=args.limit,
     )
+    record.pop("limit", None)  # each run records its own
     for label in args.labels.split(","):
         model = MODELS[label]
         entry = record["models"].setdefault(label, {"model": model, "runs": {}})

@@ -369,10 +369,25 @@ _BENCHMARK_RUNS = {
 }
 
 
+def _benchmark_limits(models: dict[str, Any]) -> str:
+    """Which runs were capped at how many tasks (nothing when every run is whole)."""
+    capped: dict[int, list[str]] = {}
+    for name, title in _BENCHMARK_RUNS.items():
+        limits = {m["runs"][name].get("limit") for m in models.values() if name in m["runs"]}
+        for limit in sorted(x for x in limits if x):
+            capped.setdefault(limit, []).append(title.split(",")[0])
+    if not capped:
+        return ""
+    parts = [f"the first {n} tasks of {', '.join(titles)}" for n, titles in sorted(capped.items())]
+    return "; a quick look, not the whole splits: " + "; ".join(parts)
+
+
 def _benchmark_cell(name: str, run: dict[str, Any] | None) -> str:
     if run is None:
         return "not run"
     tasks = run.get("tasks") or 0
+    if not tasks:  # every trajectory ended in an error (for the embedded model: context full)
+        return f"no task scored: {run.get('errors') or 0} errors"
     rewards = run.get("reward_by_name") or {}
     parts = [f"{_pct(run.get('success_rate') or 0.0)} of {tasks}"]
     hat = run.get("pass_hat_k") or {}
@@ -414,9 +429,7 @@ def render_benchmark_envs(r: Any) -> str:
         "",
         f"{record.get('tries')} tries per task at temperature {record.get('temperature')} for "
         f"telecom (pass^k: all k tries succeed), one at temperature 0 elsewhere; at most "
-        f"{record.get('max_tokens')} tokens per reply"
-        + (f"; at most {record['limit']} tasks per run" if record.get("limit") else "")
-        + ".",
+        f"{record.get('max_tokens')} tokens per reply{_benchmark_limits(models)}.",
         "",
         "```bash",
         *(run["command"] for run in first.values()),

@@ -237,3 +237,37 @@ def test_the_batch_chart_draws_a_record_in_the_shape_bench_batch_writes(tmp_path
     (tmp_path / "batch.json").write_text(json.dumps(record), encoding="utf-8")
     svg = charts.render_charts(tmp_path)["batch-throughput.svg"]
     assert "sequences decoded together" in svg and "batch engine" in svg
+
+
+def test_the_benchmark_envs_table_says_when_no_task_was_scored(tmp_path):
+    scored = {
+        "tasks": 2,
+        "errors": 1,
+        "success_rate": 0.5,
+        "pass_hat_k": {"1": 0.5},
+        "reward_by_name": {"partial_sequence": 0.25, "call_f1": 0.5},
+        "seconds_per_trajectory": 14.2,
+        "command": "tooluse eval env nestful -m local:base",
+    }
+    scored["limit"] = 20
+    failed = {"tasks": 0, "errors": 2, "limit": 2, "command": "tooluse eval env x"}
+    record = {
+        "tries": 4,
+        "temperature": 0.7,
+        "max_tokens": 256,
+        "models": {
+            "base": {"model": "local:base", "runs": {"nestful": scored, "tau2_airline": failed}}
+        },
+    }
+    (tmp_path / "benchmark_envs.json").write_text(json.dumps(record), encoding="utf-8")
+    table = figures.render_benchmark_envs(figures.Results(tmp_path))
+    assert (
+        "| NESTFUL v1, test half | 50% of 2, partial 0.25, call F1 0.50, 1 errors, 14 s/task |"
+        in table
+    )
+    assert "customer played by `local` | no task scored: 2 errors |" in table
+    assert "| τ²-bench retail, test split, customer played by `local` | not run |" in table
+    assert (
+        "a quick look, not the whole splits: the first 2 tasks of τ²-bench airline; "
+        "the first 20 tasks of NESTFUL v1." in table
+    )
