@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -82,7 +83,7 @@ def command(name: str, model: str, out: Path, limit: int | None) -> list[str]:
 
 def shown(args: list[str]) -> str:
     """A command as the README prints it (``tooluse ...``)."""
-    return " ".join(["tooluse", *args[3:]])
+    return shlex.join(["tooluse", *args[3:]])
 
 
 def measure(name: str, model: str, out: Path, limit: int | None) -> dict[str, Any]:

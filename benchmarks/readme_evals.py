@@ -3,6 +3,7 @@ rendered by ``readme_figures.py`` from ``benchmarks/results/``; ``r`` is its ``R
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 
@@ -431,8 +432,10 @@ def render_benchmark_envs(r: Any) -> str:
         f"telecom (pass^k: all k tries succeed), one at temperature 0 elsewhere; at most "
         f"{record.get('max_tokens')} tokens per reply{_benchmark_limits(models)}.",
         "",
+        "<!-- docs-test: parse-only: each runs for minutes to hours on the embedded model -->",
         "```bash",
-        *(run["command"] for run in first.values()),
+        # quoted for a shell: a model string's "#" would start a comment in some
+        *(shlex.join(shlex.split(run["command"])) for run in first.values()),
         "```",
     ]
     return "\n".join(lines)
