@@ -14,9 +14,9 @@ default 4,096) on the test splits of:
 
 Each run is a ``tooluse eval`` command, printed before it runs; its directory (under
 ``--runs-dir``) resumes when the script is started again, so a stopped measurement goes on
-where it was. ``--limit N`` caps the tasks of the runs started (a quick look; the README's table is the
-full test splits); each run records its own limit. The figures go to ``benchmarks/results/benchmark_envs.json``, which
-``benchmarks/readme_figures.py`` renders into the README. Long: the 2-core machine needs many
+where it was. ``--limit N`` caps the tasks of the runs started (a quick look; the README's
+table is the full test splits); each run records its own limit. The figures go to
+``benchmarks/results/benchmark_envs.json``, which ``benchmarks/readme_figures.py`` renders into the README. Long: the 2-core machine needs many
 hours for the full set (ComplexFuncBench's test half alone is about 500 samples); run nothing
 else beside it.
 """
@@ -82,7 +82,8 @@ def command(name: str, model: str, out: Path, limit: int | None) -> list[str]:
 
 
 def shown(args: list[str]) -> str:
-    """A command as the README prints it (``tooluse ...``)."""
+    """A command as the README prints it (``tooluse ...``), quoted for a shell (a model
+    string's ``#``)."""
     return shlex.join(["tooluse", *args[3:]])
 
 

@@ -3,7 +3,6 @@ rendered by ``readme_figures.py`` from ``benchmarks/results/``; ``r`` is its ``R
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 
@@ -434,8 +433,7 @@ def render_benchmark_envs(r: Any) -> str:
         "",
         "<!-- docs-test: parse-only: each runs for minutes to hours on the embedded model -->",
         "```bash",
-        # quoted for a shell: a model string's "#" would start a comment in some
-        *(shlex.join(shlex.split(run["command"])) for run in first.values()),
+        *(run["command"] for run in first.values()),
         "```",
     ]
     return "\n".join(lines)
