@@ -545,13 +545,15 @@ def test_ray_actors_share_the_cpus_and_the_local_model_follows(ray_session, tmp_
 class _Interrupting:
     """Items are ``{"value"}`` or, for items cut short, ``{"value", "hold", "marker"}``.
 
-    Two items run at once, so an item waiting for another one to finish never holds the only
-    place (a threaded Ray actor may start its queued items in any order). A held item
+    Every item of the run has a place at once: a threaded Ray actor may start its items in
+    any order, and with fewer places the held items could take them all while k0, which the
+    interrupting item waits for, waits for a place (a held item then ran its minute out and was
+    written). A held item
     "generates" for a minute, stopping between tokens when its process is asked to (leaving
     ``marker``); with ``interrupt`` (the driver's pid) it first waits for ``results`` to hold
     k0, then sends the driver SIGINT, as Ctrl-C would."""
 
-    concurrency = 2
+    concurrency = 4
 
     def __call__(self, item):
         from tooluse.interrupts import GenerationInterrupted, stop_requested
