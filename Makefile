@@ -120,9 +120,11 @@ MUTANTS ?= 40
 mutation: install
 	MUTANTS=$(MUTANTS) $(PY) benchmarks/mutation.py $(GROUPS)
 
-# The real training run (long: on 2 idle cores about 40 s per step of 8 examples of the
-# generalist recipe, so two rounds of 50 steps plus sampling take about 80 minutes, and the
-# measurement about 45; run nothing else beside it). Resumable: run it again after a kill.
+# The real training run (long; run nothing else beside it). Measured on 2 idle cores: the base
+# model's validation 5 minutes, then per round 12 minutes of sampling, 35 of training (the cap:
+# about 66 s per step of 8 of the generalist recipe's conversations, so 32 of the 50 steps) and
+# 2 of validation: about 2 hours for two rounds, and 30 minutes for the measurement of the
+# trained model. Resumable: run it again after a kill.
 TRAIN_OUT ?= runs/train
 RECIPE ?= src/tooluse/train/recipes/generalist.toml
 RFT_ENVS ?= --env bfcl:simple_python=24 --env bfcl:multiple=24 --env bfcl:parallel=24 \

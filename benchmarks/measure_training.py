@@ -278,10 +278,14 @@ def _write(args: argparse.Namespace, table: dict[str, Any]) -> None:
     training = json.loads(card.read_text()) if card.is_file() else None
     if training is not None:
         training.pop("measured", None)  # the figures this record holds itself
+    run = card.parent.parent / "card.json"  # a `train rft` round's adapter: the run's card
+    of_a_round = training is not None and "round" in training
+    rft_run = json.loads(run.read_text()) if of_a_round and run.is_file() else None
     record = {
         "adapter": str(args.adapter),
         "adapter_bytes": args.adapter.stat().st_size,
         "card": training,
+        "rft_run": rft_run,
         "split": "test",
         "decider": args.decider or "model",
         "narrow": args.narrow or "off",

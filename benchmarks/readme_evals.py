@@ -437,3 +437,73 @@ def render_benchmark_envs(r: Any) -> str:
         "```",
     ]
     return "\n".join(lines)
+
+
+def render_train_rft(r: Any) -> str:
+    """The generalist recipe's `train rft` run: its learning curve on the validation slices,
+    then its best round's adapter against the base model on the test splits (the base column
+    taken from ``train.json`` where this record has no base run of its own: same model, engine
+    and entries)."""
+    record = r.record("train_rft")
+    run = record.get("rft_run") or {}
+    curve = run.get("curve", [])
+    lines = _curve_lines(curve)
+    borrowed = r.record("train")["evaluations"] if r.has("train") else {}
+    evaluations = {}
+    for name, row in record["evaluations"].items():
+        base = row.get("base") or (borrowed.get(name) or {}).get("base")
+        evaluations[name] = {
+            k: v for k, v in (("base", base), ("trained", row.get("trained"))) if v
+        }
+    best = run.get("best_round", "?")
+    lines += [
+        "",
+        f"| `benchmarks/results/train_rft.json` | base (`local:base`) | round {best}'s adapter "
+        "| points |",
+        "|---|---|---|---|",
+        *_train_rows(evaluations),
+        "",
+        f"The trained column ran as `local:base#lora=A{_train_setting(record)}`, the base column "
+        f"as `local:base`; both played the environments with "
+        f"`--tool-choice {record.get('env_tool_choice', 'auto')}`."
+        + (
+            " Base cells this record has no run of are `train.json`'s (the same model, engine "
+            "and entries)."
+            if any(not row.get("base") for row in record["evaluations"].values())
+            else ""
+        ),
+    ]
+    return "\n".join(lines)
+
+
+def _curve_lines(curve: list[dict[str, Any]]) -> list[str]:
+    """The validation slices' success per round (environments as rows), then what each
+    round sampled, kept and trained on."""
+    if not curve:
+        return ["No `train rft` run card in the record."]
+    rounds = [row["round"] for row in curve]
+    names = list(curve[0]["validation"]["by_environment"])
+    lines = [
+        "| validation slice (train split) | "
+        + " | ".join("base" if n == 0 else f"round {n}" for n in rounds)
+        + " |",
+        "|---|" + "---|" * len(rounds),
+    ]
+    for name in names:
+        cells = [f"{row['validation']['by_environment'].get(name, 0):.0%}" for row in curve]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    means = [f"**{row['validation']['mean']:.1%}**" for row in curve]
+    lines += ["| **mean** | " + " | ".join(means) + " |", ""]
+    for row in curve[1:]:
+        kept, sampled = sum(row["kept"].values()), sum(row["sampled"].values())
+        minutes = ((row.get("sample_seconds") or 0) + (row.get("train_seconds") or 0)) / 60
+        lines.append(
+            f"- Round {row['round']}: kept {kept} of {sampled} sampled trajectories ("
+            + ", ".join(f"{k} {v}/{row['sampled'][k]}" for k, v in row["kept"].items())
+            + "); trained "
+            f"on the {row['training_conversations']} kept so far and "
+            f"{row['gold_conversations']} gold conversations, {row['steps']} "
+            f"steps, loss {row['loss_first']:.3f} -> {row['loss_last']:.3f}, "
+            f"{minutes:.0f} minutes sampling and training."
+        )
+    return lines

@@ -35,6 +35,7 @@ from readme_evals import (  # noqa: E402 - after the path it is found on
     render_grounding,
     render_tool_search,
     render_train,
+    render_train_rft,
     rows_code_mode,
     rows_kv_snapshots,
     rows_tool_search,
@@ -53,6 +54,7 @@ class FiguresError(Exception):
 #: Results files that ``run_all.py`` does not write, and how to produce each.
 MEASUREMENTS = {
     "train": "run `python benchmarks/measure_training.py`",
+    "train_rft": "run `make train`'s commands (see the training benchmark page)",
     "bfcl": "run `python benchmarks/measure_bfcl.py`",
     "grounding": "run `python benchmarks/measure_grounding.py`",
     "environments": "run `python benchmarks/measure_envs.py`",
@@ -803,6 +805,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "batch-figures": render_batch,
     "mutation-figures": render_mutation,
     "train-figures": render_train,
+    "train-rft-figures": render_train_rft,
     "grounding-figures": render_grounding,
     "tool-search-figures": render_tool_search,
     "bfcl-figures": render_bfcl,
@@ -818,7 +821,12 @@ DOCUMENTS: dict[str, tuple[str, ...]] = {
     "docs/benchmarks/index.md": ("benchmarks", "mutation-figures"),
     "docs/benchmarks/local-model.md": ("demo-figures", "serve-figures", "batch-figures"),
     "docs/benchmarks/bfcl.md": ("bfcl-figures", "bfcl-options", "grounding-figures"),
-    "docs/benchmarks/training.md": ("train-figures", "environments", "benchmark-envs-figures"),
+    "docs/benchmarks/training.md": (
+        "train-figures",
+        "train-rft-figures",
+        "environments",
+        "benchmark-envs-figures",
+    ),
     "docs/benchmarks/tool-search.md": ("tool-search-figures",),
     "docs/guides/formats.md": ("format-peak",),
 }

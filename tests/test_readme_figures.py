@@ -271,3 +271,56 @@ def test_the_benchmark_envs_table_says_when_no_task_was_scored(tmp_path):
         "a quick look, not the whole splits: the first 2 tasks of τ²-bench airline; "
         "the first 20 tasks of NESTFUL v1." in table
     )
+
+
+def test_the_rft_table_shows_the_curve_and_borrows_only_missing_base_cells(tmp_path):
+    def cell(correct: int, total: int) -> dict:
+        return {"correct": correct, "total": total, "rate": correct / total}
+
+    validation = {"by_environment": {"math:arithmetic": 0.0, "bfcl:irrelevance": 0.75}}
+    curve = [
+        {"round": 0, "model": "base", "validation": {**validation, "mean": 0.375}},
+        {
+            "round": 1,
+            "sampled": {"math:arithmetic": 32, "bfcl:irrelevance": 32},
+            "kept": {"math:arithmetic": 0, "bfcl:irrelevance": 28},
+            "training_conversations": 28,
+            "gold_conversations": 100,
+            "steps": 32,
+            "loss_first": 1.2,
+            "loss_last": 0.5,
+            "sample_seconds": 600,
+            "train_seconds": 1800,
+            "validation": {
+                "by_environment": {"math:arithmetic": 0.25, "bfcl:irrelevance": 0.75},
+                "mean": 0.5,
+            },
+        },
+    ]
+    record = {
+        "env_tool_choice": "required",
+        "rft_run": {"best_round": 1, "curve": curve},
+        "evaluations": {
+            "math:arithmetic": {"trained": cell(25, 50)},
+            "reasoning_gym:products": {"base": cell(2, 20), "trained": cell(18, 20)},
+        },
+    }
+    earlier = {
+        "evaluations": {
+            "math:arithmetic": {"base": cell(1, 50), "trained": cell(37, 50)},
+            "reasoning_gym:products": {"base": cell(0, 20), "trained": cell(18, 20)},
+        }
+    }
+    (tmp_path / "train_rft.json").write_text(json.dumps(record), encoding="utf-8")
+    (tmp_path / "train.json").write_text(json.dumps(earlier), encoding="utf-8")
+    table = figures.render_train_rft(figures.Results(tmp_path))
+    assert "| math:arithmetic | 0% | 25% |" in table
+    assert "| **mean** | **37.5%** | **50.0%** |" in table
+    assert (
+        "kept 28 of 64 sampled trajectories (math:arithmetic 0/32, bfcl:irrelevance 28/32)" in table
+    )
+    assert "40 minutes sampling and training" in table
+    # the base cell missing here comes from train.json; the one present is this record's own
+    assert "| math:arithmetic (test) | 2% (1/50) | 50% (25/50) | +48 |" in table
+    assert "| reasoning_gym:products (test) | 10% (2/20) | 90% (18/20) | +80 |" in table
+    assert "Base cells this record has no run of are `train.json`'s" in table
