@@ -1,4 +1,5 @@
-"""The embedded model on τ²-bench, NESTFUL and ComplexFuncBench: the README's base figures.
+"""The embedded model on τ²-bench, NESTFUL and ComplexFuncBench, for the training benchmark
+page.
 
     python benchmarks/measure_benchmark_envs.py                  # both models, every run
     python benchmarks/measure_benchmark_envs.py --labels base --runs-dir runs/measure-envs
@@ -14,11 +15,11 @@ default 4,096) on the test splits of:
 
 Each run is a ``tooluse eval`` command, printed before it runs; its directory (under
 ``--runs-dir``) resumes when the script is started again, so a stopped measurement goes on
-where it was. ``--limit N`` caps the tasks of the runs started (a quick look; the README's
-table is the full test splits); each run records its own limit. The figures go to
-``benchmarks/results/benchmark_envs.json``, which ``benchmarks/readme_figures.py`` renders into the README. Long: the 2-core machine needs many
-hours for the full set (ComplexFuncBench's test half alone is about 500 samples); run nothing
-else beside it.
+where it was. ``--limit N`` caps the tasks of the runs started (a quick look; the table is
+meant for the full test splits); each run records its own limit. The figures go to
+``benchmarks/results/benchmark_envs.json``, which ``benchmarks/readme_figures.py`` renders
+into the training benchmark page. Long: the 2-core machine needs many hours for the full set
+(ComplexFuncBench's test half alone is about 500 samples); run nothing else beside it.
 """
 
 from __future__ import annotations
@@ -82,8 +83,8 @@ def command(name: str, model: str, out: Path, limit: int | None) -> list[str]:
 
 
 def shown(args: list[str]) -> str:
-    """A command as the README prints it (``tooluse ...``), quoted for a shell (a model
-    string's ``#``)."""
+    """A command as the training benchmark page prints it (``tooluse ...``), quoted for a
+    shell (a model string's ``#``)."""
     return shlex.join(["tooluse", *args[3:]])
 
 

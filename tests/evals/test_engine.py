@@ -548,10 +548,9 @@ class _Interrupting:
     Every item of the run has a place at once: a threaded Ray actor may start its items in
     any order, and with fewer places the held items could take them all while k0, which the
     interrupting item waits for, waits for a place (a held item then ran its minute out and was
-    written). A held item
-    "generates" for a minute, stopping between tokens when its process is asked to (leaving
-    ``marker``); with ``interrupt`` (the driver's pid) it first waits for ``results`` to hold
-    k0, then sends the driver SIGINT, as Ctrl-C would."""
+    written). A held item "generates" for a minute, stopping between tokens when its process is
+    asked to (leaving ``marker``); with ``interrupt`` (the driver's pid) it first waits for
+    ``results`` to hold k0, then sends the driver SIGINT, as Ctrl-C would."""
 
     concurrency = 4
 
