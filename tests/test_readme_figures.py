@@ -324,3 +324,34 @@ def test_the_rft_table_shows_the_curve_and_borrows_only_missing_base_cells(tmp_p
     assert "| math:arithmetic (test) | 2% (1/50) | 50% (25/50) | +48 |" in table
     assert "| reasoning_gym:products (test) | 10% (2/20) | 90% (18/20) | +80 |" in table
     assert "Base cells this record has no run of are `train.json`'s" in table
+
+
+def test_the_training_measurement_keeps_an_rft_runs_card_only_for_a_rounds_adapter(tmp_path):
+    import argparse
+
+    spec = importlib.util.spec_from_file_location(
+        "measure_training", ROOT / "benchmarks" / "measure_training.py"
+    )
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = script  # its dataclasses look their module up
+    spec.loader.exec_module(script)
+
+    def measured(adapter: Path) -> dict:
+        out = tmp_path / f"{adapter.parent.name}.json"
+        settings = dict.fromkeys(("decider", "narrow", "judge", "grounding", "text"))
+        args = argparse.Namespace(
+            adapter=adapter, out=out, card=None, env_tool_choice="auto", lora_scale=None, **settings
+        )
+        script._write(args, {})
+        return json.loads(out.read_text(encoding="utf-8"))
+
+    round_dir, sft_dir = tmp_path / "rft" / "round-1", tmp_path / "sft"
+    for folder, card in ((round_dir, {"round": 1}), (sft_dir, {"method": "sft"})):
+        folder.mkdir(parents=True)
+        (folder / "adapter.gguf").write_bytes(b"lora")
+        (folder / "card.json").write_text(json.dumps(card), encoding="utf-8")
+    (tmp_path / "rft" / "card.json").write_text(json.dumps({"best_round": 1}), encoding="utf-8")
+    (tmp_path / "card.json").write_text(json.dumps({"not": "a run"}), encoding="utf-8")
+    assert measured(round_dir / "adapter.gguf")["rft_run"] == {"best_round": 1}
+    assert measured(sft_dir / "adapter.gguf")["rft_run"] is None
