@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tooluse.cli.app import app
-from tooluse.train.rft import RFTOptions, run_rft
+from tooluse.train.rft import RFTOptions, _gold, _open_sources, run_rft
 from tooluse.train.sft import SFTOptions, write_json
 
 
@@ -126,3 +126,24 @@ def test_one_round_over_two_environments_keeps_what_their_checkers_accept(tmp_pa
         assert set(row["validation"]["by_environment"]) == {"math:arithmetic", "bfcl:irrelevance"}
     assert run_card["recipe"] == str(recipe) and (out / "data" / "data.jsonl").is_file()
     assert "round 1: validation" in result.output and "best round" in result.output
+
+
+def test_gold_conversations_holding_a_validation_task_are_left_out(tmp_path):
+    # the recipe's simple_python gold comes from the train split the environment samples too
+    recipe = tmp_path / "gold.toml"
+    recipe.write_text(GOLD.replace("count = 2", "count = 40"))
+    options = RFTOptions(
+        sft=SFTOptions(out=tmp_path / "rft"),
+        environments=(("bfcl:simple_python", 40),),
+        held_out=20,
+        recipe=recipe,
+    )
+    sources = _open_sources(options)
+    said: list[str] = []
+    gold = _gold(options, sources, said.append)
+    built = (tmp_path / "rft" / "data" / "data.jsonl").read_text().splitlines()
+    prompts = {sources[0].env.tasks[n].prompt for n in sources[0].validation_tasks}
+    users = [m.content for c in gold for m in c.messages if m.role == "user"]
+    assert len(gold) < len(built)  # the two samples share tasks: some gold is left out
+    assert not prompts & set(users)
+    assert f"gold data: {len(built) - len(gold)} conversations hold a validation task" in said[-1]

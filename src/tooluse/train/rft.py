@@ -330,14 +330,38 @@ def _open_sources(options: RFTOptions) -> list[_Source]:
     return sources
 
 
-def _gold(options: RFTOptions, report: Callable[[str], None]) -> list[Conversation]:
+def _gold(
+    options: RFTOptions, sources: Sequence[_Source], report: Callable[[str], None]
+) -> list[Conversation]:
+    """The recipe's gold conversations, less those that hold a validation task's prompt.
+
+    BFCL's train splits feed both the recipe and the environments' train tasks, so without
+    this a round's validation would score tasks its training saw (7 of simple_python's 8
+    with the generalist recipe)."""
     if options.recipe is None:
         return []
     from tooluse.train.dataset import build_dataset
+    from tooluse.train.leaks import LeakIndex, TestItem
     from tooluse.train.recipe import load_recipe
 
     built = build_dataset(load_recipe(options.recipe), options.sft.out / "data", report=report)
-    return list(built.conversations)
+    index = LeakIndex(
+        TestItem(source=source.name, id=str(number), text=source.env.tasks[number].prompt)
+        for source in sources
+        for number in source.validation_tasks
+    )
+    kept = [
+        conversation
+        for conversation in built.conversations
+        if not any(
+            message.role == "user" and index.find(message.content) is not None
+            for message in conversation.messages
+        )
+    ]
+    left_out = len(built.conversations) - len(kept)
+    if left_out:
+        report(f"gold data: {left_out} conversations hold a validation task and are left out")
+    return kept
 
 
 def _check(options: RFTOptions) -> None:
@@ -355,7 +379,7 @@ def run_rft(options: RFTOptions, report: Callable[[str], None] = print) -> dict[
     _check(options)
     sources = _open_sources(options)
     try:
-        return _rounds(sources, _gold(options, report), options, report)
+        return _rounds(sources, _gold(options, sources, report), options, report)
     finally:
         for source in sources:
             source.env.close()
