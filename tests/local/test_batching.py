@@ -5,6 +5,7 @@ fails, runs out, is cancelled or is interrupted ends alone."""
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -13,13 +14,8 @@ from tooluse import ChatMessage, SamplingParams
 from tooluse.errors import BackendError, ContextLengthError, GrammarError
 from tooluse.interrupts import GenerationInterrupted, clear_stop_request, request_stop
 from tooluse.local import LlamaCppBackend
-from tooluse.local.batching import (
-    DEFAULT_BATCH,
-    MIN_TOKENS,
-    BatchEngine,
-    common_prefix_length,
-    plan_slots,
-)
+from tooluse.local.batching import MIN_TOKENS, BatchEngine
+from tooluse.local.kv_memory import DEFAULT_BATCH, common_prefix_length, plan_slots, restream
 from tooluse.local.sampling import DecodeSettings
 from tooluse.local.threads import llama_thread_options
 from tooluse.tools.normalise import as_tools
@@ -160,27 +156,27 @@ def test_growing_the_context_carries_a_running_sequence_across(llm, prompts):
 def test_a_sequence_whose_cells_cannot_move_reads_them_again(llm, prompts, monkeypatch):
     from tooluse.local import batching
 
-    monkeypatch.setattr(batching, "_restream", lambda *args: None)
+    monkeypatch.setattr(batching, "restream", lambda *args: None)
     engine = _engine(llm, batch=4, keep=0)
     first, others = _grow_while_one_runs(engine, prompts)
-    # the running sequence read its prompt and its five tokens again, then went on
+    # the running sequence read its prompt and the tokens it had evaluated again (at least the
+    # four before the fifth it handed over), then went on
     stats = engine.stats
-    assert stats.prompt_tokens + stats.reused_tokens >= sum(len(p) for p, _ in prompts[1:5]) + 21
+    again = len(prompts[1][0]) + 4
+    assert stats.prompt_tokens + stats.reused_tokens >= sum(len(p) for p, _ in prompts[1:5]) + again
     engine.close()
     assert len(first) > 5 and all(isinstance(tokens, list) and tokens for tokens in others)
 
 
 def test_a_saved_sequence_is_laid_out_for_more_streams():
-    from tooluse.local.batching import _restream
-
     head, cells = b"HEADER", b"\x03\x00\x00\x00cells"
     saved = head + (4).to_bytes(4, "little") + bytes(4) + cells + bytes(8)  # seq 1 of 4 streams
-    moved = _restream(saved, 1, 4, 6, len(head))
+    moved = restream(saved, 1, 4, 6, len(head))
     assert moved == head + (6).to_bytes(4, "little") + bytes(4) + cells + bytes(16)
-    assert _restream(saved, 1, 5, 6, len(head)) is None  # not the stream count written
-    assert _restream(saved, 1, 4, 6, 0) is None  # not where the count is
+    assert restream(saved, 1, 5, 6, len(head)) is None  # not the stream count written
+    assert restream(saved, 1, 4, 6, 0) is None  # not where the count is
     other = head + (4).to_bytes(4, "little") + (1).to_bytes(4, "little") + cells + bytes(8)
-    assert _restream(other, 1, 4, 6, len(head)) is None  # another stream holds cells
+    assert restream(other, 1, 4, 6, len(head)) is None  # another stream holds cells
 
 
 @pytest.mark.slow
@@ -287,6 +283,41 @@ def test_more_callers_than_the_batch_wait_their_turn(llm, prompts):
     batched = _run_all_at_once(engine, jobs)
     assert batched == alone
     assert engine.stats.most_at_once == 2
+    engine.close()
+
+
+def test_a_caller_slow_to_read_its_tokens_holds_no_one_up_for_long_and_changes_nothing(
+    llm, prompts
+):
+    # a step waits a little for its callers to read their tokens; one that reads slowly
+    # (here 20 ms a token, four times the wait) only gets its tokens later
+    engine = _engine(llm, batch=2, keep=0)
+    settings = DecodeSettings(max_tokens=10)
+    alone = [[s.token for s in engine.run(p, settings)] for p, _ in prompts[:2]]
+    results: list[list[int]] = [[], []]
+
+    def read(index: int, pause: float) -> None:
+        for step in engine.run(prompts[index][0], settings):
+            results[index].append(step.token)
+            time.sleep(pause)
+
+    threads = [threading.Thread(target=read, args=(i, p)) for i, p in ((0, 0.02), (1, 0.0))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert results == alone
+    assert engine.stats.most_at_once == 2
+    engine.close()
+
+
+def test_the_engine_times_prompt_reading_decoding_and_whole_steps_apart(llm, prompts):
+    engine = _engine(llm, batch=2, keep=0)
+    list(engine.run(prompts[0][0], DecodeSettings(max_tokens=8)))
+    stats = engine.stats
+    assert stats.prompt_seconds > 0 and stats.decode_seconds > 0  # both kinds of decode ran
+    # a step holds its decodes: their times add up to no more than the steps'
+    assert stats.step_seconds >= stats.prompt_seconds + stats.decode_seconds
     engine.close()
 
 

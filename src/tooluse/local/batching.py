@@ -35,6 +35,7 @@ import ctypes
 import itertools
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -44,39 +45,29 @@ import numpy as np
 
 from tooluse.errors import BackendError, ContextLengthError
 from tooluse.interrupts import GenerationInterrupted, stop_requested
+from tooluse.local.kv_memory import (
+    DEFAULT_KV_BUDGET,
+    common_prefix_length,
+    kv_bytes_per_token,
+    plan_slots,
+    restream,
+)
 from tooluse.local.runtime import import_llama_cpp
 from tooluse.local.sampling import DecodeSettings, DecodeStep, SequenceSampler, Vocabulary
 from tooluse.local.threads import compute_loop, default_threads
 
-__all__ = [
-    "BatchEngine",
-    "EngineStats",
-    "common_prefix_length",
-    "kv_bytes_per_token",
-    "plan_slots",
-]
+__all__ = ["BatchEngine", "EngineStats"]
 
-#: Sequences decoded together at most, by default: on 2 cores SmolLM2-135M generates 2.5x as
-#: many tokens a second with 8 sequences as with one, and 16 add little (benchmarks/bench_batch).
-DEFAULT_BATCH = 8
-#: The KV memory the slots may take together when their number is chosen (the default).
-DEFAULT_KV_BUDGET = 1 << 30
 #: A shared prefix is copied from another slot only when it saves this many tokens.
 MIN_COPY = 16
 #: A cached prompt this long is worth keeping: placing a sequence elsewhere keeps it, and only
 #: caches this long count against ``keep`` (below it, evaluating again costs little).
 MIN_TOKENS = 128
+#: How long a step waits, at most, for the callers it handed tokens to to read them before it
+#: decodes again (see :meth:`BatchEngine._hand_over`).
+HANDOFF_SECONDS = 0.005
 
 _END = object()
-
-
-def common_prefix_length(one: Sequence[int], other: Sequence[int]) -> int:
-    """How many leading tokens ``one`` and ``other`` share."""
-    limit = min(len(one), len(other))
-    if not limit:
-        return 0
-    differs = np.flatnonzero(np.asarray(one[:limit]) != np.asarray(other[:limit]))
-    return int(differs[0]) if len(differs) else limit
 
 
 def _logprob(rows: np.ndarray, tokens: list[int]) -> float:
@@ -85,58 +76,6 @@ def _logprob(rows: np.ndarray, tokens: list[int]) -> float:
     top = values.max(axis=1, keepdims=True)
     logprobs = values - top - np.log(np.exp(values - top).sum(axis=1, keepdims=True))
     return float(logprobs[np.arange(len(tokens)), tokens].sum())
-
-
-def _restream(blob: bytes, seq: int, streams: int, new_streams: int, head: int) -> bytes | None:
-    """A sequence's saved state from a context of ``streams`` KV streams, laid out for one of
-    ``new_streams``. llama.cpp writes ``head`` bytes of its own, the stream count, then each
-    stream's cell count and cells, and reads back only the stream count it has; a sequence's
-    cells are in its own stream, the others are empty. ``None`` when the state is not laid
-    out so."""
-    count = blob[head : head + 4]
-    after = 4 * (streams - 1 - seq)  # the empty streams after the sequence's own
-    if count != streams.to_bytes(4, "little") or len(blob) < head + 8 + 4 * seq + after:
-        return None
-    start = head + 4
-    if blob[start : start + 4 * seq].strip(b"\0") or (after and blob[-after:].strip(b"\0")):
-        return None
-    body = blob[start : len(blob) - after]
-    return (
-        blob[:head] + new_streams.to_bytes(4, "little") + body + bytes(4 * (new_streams - 1 - seq))
-    )
-
-
-def kv_bytes_per_token(llm: Any) -> int:
-    """Bytes of f16 K and V cells one token takes in a context of ``llm``'s model."""
-    lib = import_llama_cpp()
-    model = llm._model.model
-    n_layer = lib.llama_model_n_layer(model)
-    n_head = max(1, lib.llama_model_n_head(model))
-    n_head_kv = lib.llama_model_n_head_kv(model) or n_head
-    head_dim = lib.llama_model_n_embd(model) // n_head
-    return 2 * n_layer * n_head_kv * head_dim * 2
-
-
-def plan_slots(
-    n_ctx: int,
-    bytes_per_token: int,
-    *,
-    batch: int | None,
-    keep: int,
-    budget: int = DEFAULT_KV_BUDGET,
-) -> tuple[int, int]:
-    """``(slots, batch)``: how many sequence ids the context holds and how many decode at once.
-
-    ``batch=None`` chooses as many as the KV ``budget`` holds at ``n_ctx`` tokens each, at most
-    :data:`DEFAULT_BATCH`; a given ``batch`` is taken as asked. The slots are the batch plus
-    the cached prompts kept aside (``keep``), so that prompts taking turns keep their caches
-    even one sequence at a time."""
-    per_slot = max(1, n_ctx * bytes_per_token)
-    if batch is None:
-        batch = max(1, min(DEFAULT_BATCH, budget // per_slot))
-    if batch < 1:
-        raise ValueError(f"the batch size must be at least 1, not {batch}")
-    return batch + keep, batch
 
 
 @dataclass(kw_only=True)
@@ -150,6 +89,12 @@ class EngineStats:
     most_at_once: int = 0  # the most sequences decoded in one step
     cancelled: int = 0
     grown: int = 0  # times the context grew to the full batch
+    # where the compute thread's time goes: llama_decode over the generating sequences' tokens,
+    # llama_decode over prompt chunks, and whole steps (the rest of a step is Python: sampling,
+    # grammar, queues)
+    decode_seconds: float = 0.0
+    prompt_seconds: float = 0.0
+    step_seconds: float = 0.0
 
 
 @dataclass(eq=False)
@@ -175,6 +120,8 @@ class _Request:
         self.score_from = score_from  # the first prompt position whose logits are kept
         self.rows: list[np.ndarray] = []
         self.out: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.back = threading.Event()  # set: the caller has read every token handed to it
+        self.back.set()
         self.cancelled = False
         self.done = False
         self.slot: _Slot | None = None
@@ -301,7 +248,11 @@ class BatchEngine:
         request = self._submit(prompt, sampler, None, grammar=own)
         try:
             while True:
-                item = request.out.get()
+                try:
+                    item = request.out.get_nowait()
+                except queue.Empty:
+                    request.back.set()  # all read: the engine may decode again
+                    item = request.out.get()
                 if item is _END:
                     return
                 if isinstance(item, BaseException):
@@ -440,12 +391,14 @@ class BatchEngine:
         if stop_requested():
             self._fail_everything(GenerationInterrupted("the generation was interrupted"))
             return
+        started = time.perf_counter()
         try:
             self._step()
         except Exception as exc:  # a native fault: every sequence in flight ends with it
             error = BackendError(f"llama.cpp failed to decode: {exc}")
             for request in list(self._active):
                 self._finish(request, error=error, drop=True)
+        self.stats.step_seconds += time.perf_counter() - started
 
     def _fail_everything(self, error: BaseException) -> None:
         with self._cond:
@@ -490,7 +443,7 @@ class BatchEngine:
         self._open(self.slots)
         self._slots = old + self._slots[len(old) :]
         for slot, blob in saved:
-            moved = _restream(blob, slot.seq, len(old), len(self._slots), head)
+            moved = restream(blob, slot.seq, len(old), len(self._slots), head)
             if moved is None or not lib.llama_state_seq_set_data(
                 self._ctx,
                 (ctypes.c_uint8 * len(moved)).from_buffer_copy(moved),
@@ -608,7 +561,9 @@ class BatchEngine:
             batch.n_seq_id[index] = 1
             batch.seq_id[index][0] = slot.seq
             batch.logits[index] = True
+        started = time.perf_counter()
         self._decode(len(entries))
+        self.stats.decode_seconds += time.perf_counter() - started
         self.stats.steps += 1
         self.stats.most_at_once = max(self.stats.most_at_once, len(entries))
         for index, (request, token) in enumerate(entries):
@@ -622,6 +577,20 @@ class BatchEngine:
                 request.pending = request.pending[1:]
             pointer = self._lib.llama_get_logits_ith(self._ctx, index)
             self._advance(request, np.ctypeslib.as_array(pointer, shape=(self.n_vocab,)))
+        # (a sequence that ended is not waited for: its caller goes on with the whole answer)
+        self._hand_over([r for r, _ in entries if not (r.done or r.back.is_set())])
+
+    def _hand_over(self, handed: list[_Request]) -> None:
+        """Wait (at most :data:`HANDOFF_SECONDS`) until the callers just handed a token have
+        read it. A caller thread that wakes while llama.cpp computes takes a core from one of
+        its threads, and the others then wait for it at every operation of the graph: with a
+        caller per sequence, each step lost more the more sequences it decoded."""
+        deadline = time.perf_counter() + HANDOFF_SECONDS
+        for request in handed:
+            left = deadline - time.perf_counter()
+            if left <= 0 or request.cancelled:
+                continue
+            request.back.wait(left)
 
     def _decode_chunk(self, request: _Request) -> None:
         """The next piece of ``request``'s prompt (never its last token, which goes alone)."""
@@ -642,7 +611,9 @@ class BatchEngine:
             batch.logits[index] = start + index >= scored
         # as llama-cpp-python's eval does: the chunk's last row is an output
         batch.logits[len(tokens) - 1] = True
+        started = time.perf_counter()
         self._decode(len(tokens))
+        self.stats.prompt_seconds += time.perf_counter() - started
         for index in range(max(0, scored - start), len(tokens)):
             pointer = self._lib.llama_get_logits_ith(self._ctx, index)
             row = np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
@@ -678,6 +649,7 @@ class BatchEngine:
         if step is None:
             self._finish(request)
             return
+        request.back.clear()
         request.out.put(step)
         if request.sampler.finished:
             self._finish(request)
