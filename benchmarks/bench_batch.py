@@ -25,6 +25,7 @@ import shutil
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -134,8 +135,17 @@ def engine_rates(llm: Any, threads: int) -> dict[int, float]:
 def _bfcl(scratch: Path, name: str, **options: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     from tooluse.evals.bfcl import load_bfcl_category
     from tooluse.evals.bfcl.job import BFCLOptions, run_bfcl_job
+    from tooluse.providers import load_model
 
     entries = load_bfcl_category("simple_python")[:BFCL_ENTRIES]
+    loaded: list[Any] = []
+
+    def keep(model: str) -> Any:  # the local engine's backend, for its time split
+        loaded.append(load_model(model))
+        return loaded[-1]
+
+    if options.get("engine") != "ray":
+        options["backend_factory"] = keep
     started = time.perf_counter()
     summary = run_bfcl_job(
         entries, "local:base", BFCLOptions(), scratch / name, progress=False, **options
@@ -145,11 +155,45 @@ def _bfcl(scratch: Path, name: str, **options: Any) -> tuple[dict[str, Any], dic
         json.loads(line) for line in (scratch / name / "results.jsonl").read_text().splitlines()
     ]
     verdicts = {row["id"]: (row.get("valid"), json.dumps(row.get("decoded"))) for row in rows}
-    return {
+    figures: dict[str, Any] = {
         "items_per_minute": round(len(entries) / seconds * 60, 1),
         "seconds": round(seconds, 1),
         "correct": summary["correct"],
-    }, verdicts
+    }
+    if loaded:
+        figures["engine"] = engine_time([backend.engine.stats for backend in loaded])
+    return figures, verdicts
+
+
+def engine_time(stats: list[Any], since: list[Any] | None = None) -> dict[str, Any]:
+    """Where the local engines' compute thread spent the run (their ``EngineStats``, less
+    ``since``'s): reading prompts (prefill), decoding the generating sequences' tokens, and
+    the rest of its steps (sampling, grammar, queues), with the tokens of each."""
+    if since is not None:
+        stats = [
+            replace(now, **{k: getattr(now, k) - getattr(then, k) for k in vars(now)})
+            for now, then in zip(stats, since, strict=True)
+        ]
+    return {
+        "prefill_seconds": round(sum(s.prompt_seconds for s in stats), 1),
+        "decode_seconds": round(sum(s.decode_seconds for s in stats), 1),
+        "step_seconds": round(sum(s.step_seconds for s in stats), 1),
+        "prompt_tokens": sum(s.prompt_tokens for s in stats),
+        "reused_tokens": sum(s.reused_tokens for s in stats),
+        "decoded_tokens": sum(s.decoded for s in stats),
+    }
+
+
+def batching_bound(alone: dict[str, Any], batched: dict[str, Any], gain: float) -> float:
+    """About the most batching can give a workload over one sequence at a time: the batched
+    run's prompt reading (prompts are read in chunks already, and a chunk of several prompts
+    is no faster per token on this CPU; a prompt shared by the batch is read once), the
+    one-at-a-time run's decoding sped up by the machine's decode ``gain``, and the rest of the
+    one-at-a-time run (Python: sampling, parsing, checking) as it was."""
+    seconds = alone["seconds"]
+    prefill, decode = alone["engine"]["prefill_seconds"], alone["engine"]["decode_seconds"]
+    best = batched["engine"]["prefill_seconds"] + decode / gain + (seconds - prefill - decode)
+    return round(seconds / best, 2)
 
 
 def bfcl(scratch: Path) -> dict[str, Any]:
@@ -163,6 +207,14 @@ def bfcl(scratch: Path) -> dict[str, Any]:
         "ratio": round(batched["items_per_minute"] / alone["items_per_minute"], 2),
         "verdicts_differ": differ,
     }
+
+
+def bfcl_bound(figures: dict[str, Any]) -> None:
+    """Add the batching bound of the BFCL run (see :func:`batching_bound`)."""
+    b = figures["bfcl"]
+    b["bound_at_8"] = batching_bound(
+        b["one_at_a_time"], b["batched_j8"], figures["limit_gain_at_8"]
+    )
 
 
 def rft(scratch: Path) -> dict[str, Any]:
@@ -184,15 +236,19 @@ def rft(scratch: Path) -> dict[str, Any]:
     backend = _backend(None)
     try:
         _sample(env, backend, options, round_number=1)  # warm: the prompts' first evaluation
+        before = [replace(backend.engine.stats)]
         started = time.perf_counter()
         together = _sample(env, backend, options, round_number=1)
         batched_seconds = time.perf_counter() - started
+        together_time = engine_time([backend.engine.stats], before)
+        before = [replace(backend.engine.stats)]
         started = time.perf_counter()
         alone = []
         for sample in range(RFT_SAMPLES):
             runner = _runner(env, backend, options, options.temperature, 100 + sample)
             alone += [runner.run_trajectory(task_index=i) for i in range(RFT_TASKS)]
         alone_seconds = time.perf_counter() - started
+        alone_time = engine_time([backend.engine.stats], before)
     finally:
         backend.close()
 
@@ -209,6 +265,8 @@ def rft(scratch: Path) -> dict[str, Any]:
         "batched_samples_per_s": round(samples / batched_seconds, 3),
         "one_at_a_time_samples_per_s": round(samples / alone_seconds, 3),
         "ratio": round(alone_seconds / batched_seconds, 2),
+        "one_at_a_time": {"seconds": round(alone_seconds, 1), "engine": alone_time},
+        "together": {"seconds": round(batched_seconds, 1), "engine": together_time},
         "same_trajectories": [said(t) for t in together] == [said(t) for t in alone],
     }
 
@@ -268,17 +326,24 @@ def main() -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp(prefix="bench-batch-"))
     try:
         figures["bfcl"] = bfcl(scratch)
+        bfcl_bound(figures)
         b = figures["bfcl"]
         print(f"\nBFCL simple_python x{BFCL_ENTRIES}, local:base: "
               f"-j 1 {b['one_at_a_time']['items_per_minute']} items/min, "
               f"-j 8 {b['batched_j8']['items_per_minute']} ({b['ratio']}x; "
-              f"decode limit {figures['limit_gain_at_8']}x); "
+              f"decode limit {figures['limit_gain_at_8']}x, about {b['bound_at_8']}x at most: "
+              f"{b['one_at_a_time']['engine']}, {b['batched_j8']['engine']}); "
               f"verdicts that differ: {len(b['verdicts_differ'])}")  # fmt: skip
         figures["rft"] = rft(scratch)
         r = figures["rft"]
+        r["bound_at_8"] = batching_bound(
+            r["one_at_a_time"], r["together"], figures["limit_gain_at_8"]
+        )
         print(f"RFT sampling, {RFT_TASKS} tasks x {RFT_SAMPLES}: "
               f"{r['batched_samples_per_s']} samples/s together, "
-              f"{r['one_at_a_time_samples_per_s']} one at a time ({r['ratio']}x); "
+              f"{r['one_at_a_time_samples_per_s']} one at a time ({r['ratio']}x, "
+              f"about {r['bound_at_8']}x at most: {r['one_at_a_time']['engine']}, "
+              f"{r['together']['engine']}); "
               f"same trajectories: {r['same_trajectories']}")  # fmt: skip
         if os.environ.get("TOOLUSE_BENCH_RAY", "1") != "0":
             figures["ray"] = ray(scratch, b["batched_j8"]["items_per_minute"])

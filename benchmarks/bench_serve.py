@@ -333,8 +333,21 @@ def main() -> dict[str, Any]:
     batch = Path(__file__).with_name("results") / "batch.json"
     if batch.exists():  # the decode limit measured by bench_batch, for reading the ratios
         limit = json.loads(batch.read_text())["figures"]["limit_gain_at_8"]
-        print(f"(the batched-decode limit at 8 sequences: {limit}x one sequence)")
+        figures["bound_at_8"] = serving_bound(figures, limit)
+        print(f"(the batched-decode limit at 8 sequences: {limit}x one sequence; with requests "
+              f"read as they are, batching can give at most {figures['bound_at_8']}x)")  # fmt: skip
     return figures
+
+
+def serving_bound(figures: dict[str, Any], gain: float) -> float:
+    """The best ratio over one request at a time that batching can give the concurrent run:
+    its generated tokens decoded ``gain`` times faster (the machine's decode gain at 8
+    sequences), the rest of the one-at-a-time run (reading prompts, HTTP, parsing) as it was.
+    The decoding time is the completion tokens at a lone request's rate."""
+    alone = figures["tooluse_serve_one_at_a_time"]
+    seconds = alone["seconds"]
+    decode = min(seconds, alone["completion_tokens"] / figures["tooluse_serve"]["tokens_per_s"])
+    return round(seconds / (seconds - decode + decode / gain), 2)
 
 
 if __name__ == "__main__":

@@ -507,3 +507,26 @@ def _curve_lines(curve: list[dict[str, Any]]) -> list[str]:
             f"{minutes:.0f} minutes sampling and training."
         )
     return lines
+
+
+def render_rules(r: Any) -> str:
+    """Each of the embedded model's rules on top of a `train rft` adapter, on the clean
+    validation slice ``measure_rules.py`` plays (solved of tried per environment)."""
+    record = r.record("rules")
+    variants = record["variants"]
+    names = list(next(iter(variants.values()))["by_env"])
+    lines = [
+        "| `benchmarks/results/rules.json` | " + " | ".join(names) + " | all |",
+        "|---|" + "---|" * (len(names) + 1),
+    ]
+    # the plain model first, `local`'s whole set last, single rules between
+    order = sorted(variants, key=lambda v: (v != "plain", v == "local's rules"))
+    for variant in order:
+        row = variants[variant]
+        cells = [f"{row['by_env'][n]['solved']}/{row['by_env'][n]['tried']}" for n in names]
+        suffix = row["model"].partition("#n_ctx=2048")[2]
+        shown = f"{variant} (`{suffix}`)" if suffix else f"{variant} (no suffix)"
+        lines.append(
+            f"| {shown} | " + " | ".join(cells) + f" | **{row['solved']}/{row['tried']}** |"
+        )
+    return "\n".join(lines)

@@ -33,6 +33,7 @@ from readme_evals import (  # noqa: E402 - after the path it is found on
     render_benchmark_envs,
     render_bfcl,
     render_grounding,
+    render_rules,
     render_tool_search,
     render_train,
     render_train_rft,
@@ -55,6 +56,7 @@ class FiguresError(Exception):
 MEASUREMENTS = {
     "train": "run `python benchmarks/measure_training.py`",
     "train_rft": "run `make train`'s commands (see the training benchmark page)",
+    "rules": "run `python benchmarks/measure_rules.py` (see the training benchmark page)",
     "bfcl": "run `python benchmarks/measure_bfcl.py`",
     "grounding": "run `python benchmarks/measure_grounding.py`",
     "environments": "run `python benchmarks/measure_envs.py`",
@@ -556,7 +558,7 @@ def rows_serve(r: Results) -> list[str]:
                 f"{together['tokens_per_s']} tok/s of all",
                 f"`--concurrency 1`: {f['tooluse_serve_one_at_a_time']['tokens_per_s']} tok/s; "
                 f"`llama_cpp.server`: {f['llama_cpp_server_concurrent']['tokens_per_s']} tok/s",
-                f"{f['concurrent_over_one_at_a_time']:.2f}x, "
+                f"{f['concurrent_over_one_at_a_time']:.2f}x (at most {_bound(f)}), "
                 f"{f['concurrent_over_llama_cpp_server']:.2f}x",
             )
         )
@@ -583,7 +585,7 @@ def rows_batch(r: Results) -> list[str]:
             f"{b['batched_j8']['items_per_minute']} items/min "
             f"({len(b['verdicts_differ'])} verdicts differ)",
             f"`-j 1`: {b['one_at_a_time']['items_per_minute']} items/min",
-            f"{b['ratio']:.2f}x (decode limit {f['limit_gain_at_8']:.2f}x)",
+            f"{b['ratio']:.2f}x (decode limit {f['limit_gain_at_8']:.2f}x, at most {_bound(b)})",
         )
     )
     t = f["rft"]
@@ -593,7 +595,7 @@ def rows_batch(r: Results) -> list[str]:
             f"`train rft` sampling, {t['samples_per_task']} samples per task",
             f"{t['batched_samples_per_s']} samples/s together",
             f"one at a time: {t['one_at_a_time_samples_per_s']} samples/s",
-            f"{t['ratio']:.2f}x",
+            f"{t['ratio']:.2f}x (at most {_bound(t)})",
         )
     )
     if "ray" in f:
@@ -727,30 +729,37 @@ def render_batch(r: Results) -> str:
         "| the batch engine, tokens/s | " + " | ".join(str(engine[n]) for n in sizes) + " |",
         "| engine / limit | " + " | ".join(f"{engine[n] / limit[n]:.2f}" for n in sizes) + " |",
         "",
-        "| workload | batched | one at a time | ratio |",
-        "|---|---|---|---|",
+        "| workload | batched | one at a time | ratio | at most (see below) |",
+        "|---|---|---|---|---|",
     ]
     b = f["bfcl"]
     lines.append(
         f"| `tooluse eval bfcl`, {b['entries']} simple_python entries, `local:base` "
         f"| `-j 8`: {b['batched_j8']['items_per_minute']} items/min "
         f"| `-j 1`: {b['one_at_a_time']['items_per_minute']} items/min | {b['ratio']:.2f}x "
-        f"({len(b['verdicts_differ'])} verdicts differ) |"
+        f"({len(b['verdicts_differ'])} verdicts differ) | {_bound(b)} |"
     )
     t = f["rft"]
     lines.append(
         f"| `train rft` sampling, {t['tasks']} tasks x {t['samples_per_task']} samples "
         f"| {t['batched_samples_per_s']} samples/s | {t['one_at_a_time_samples_per_s']} samples/s "
-        f"| {t['ratio']:.2f}x (same trajectories: {'yes' if t['same_trajectories'] else 'no'}) |"
+        f"| {t['ratio']:.2f}x (same trajectories: {'yes' if t['same_trajectories'] else 'no'}) "
+        f"| {_bound(t)} |"
     )
     if "ray" in f:
         y = f["ray"]
         lines.append(
             "| the Ray engine (2 actors) against the local engine (`-j 8`), the same entries "
             f"| {y['ray_2_actors']['items_per_minute']} items/min "
-            f"| {y['local_j8_items_per_minute']} items/min | {y['ratio']:.2f}x |"
+            f"| {y['local_j8_items_per_minute']} items/min | {y['ratio']:.2f}x | |"
         )
     return "\n".join(lines)
+
+
+def _bound(figures: dict[str, Any]) -> str:
+    """The most batching could give a workload (``bound_at_8``), when the run measured it."""
+    bound = figures.get("bound_at_8")
+    return f"{bound:.2f}x" if bound is not None else "-"
 
 
 # What each mutation group covers (the groups themselves are defined in mutation.py).
@@ -806,6 +815,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "mutation-figures": render_mutation,
     "train-figures": render_train,
     "train-rft-figures": render_train_rft,
+    "rules-figures": render_rules,
     "grounding-figures": render_grounding,
     "tool-search-figures": render_tool_search,
     "bfcl-figures": render_bfcl,
@@ -824,6 +834,7 @@ DOCUMENTS: dict[str, tuple[str, ...]] = {
     "docs/benchmarks/training.md": (
         "train-figures",
         "train-rft-figures",
+        "rules-figures",
         "environments",
         "benchmark-envs-figures",
     ),

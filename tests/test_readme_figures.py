@@ -355,3 +355,40 @@ def test_the_training_measurement_keeps_an_rft_runs_card_only_for_a_rounds_adapt
     (tmp_path / "card.json").write_text(json.dumps({"not": "a run"}), encoding="utf-8")
     assert measured(round_dir / "adapter.gguf")["rft_run"] == {"best_round": 1}
     assert measured(sft_dir / "adapter.gguf")["rft_run"] is None
+
+
+def test_the_batch_table_gives_each_workloads_bound_when_the_run_measured_it(tmp_path):
+    record = json.loads((RESULTS / "batch.json").read_text(encoding="utf-8"))
+    record["figures"]["bfcl"]["bound_at_8"] = 1.23
+    record["figures"]["rft"].pop("bound_at_8", None)
+    (tmp_path / "batch.json").write_text(json.dumps(record), encoding="utf-8")
+    table = figures.render_batch(figures.Results(tmp_path))
+    bfcl = next(line for line in table.splitlines() if "eval bfcl" in line)
+    rft = next(line for line in table.splitlines() if "train rft" in line)
+    assert bfcl.endswith("| 1.23x |")
+    assert rft.endswith("| - |")  # a run from before the bound was measured
+
+
+def test_the_rules_table_puts_the_plain_model_first_and_locals_rules_last(tmp_path):
+    def row(model: str, solved: int) -> dict:
+        return {
+            "model": f"local:base#lora=A#n_ctx=2048{model}",
+            "solved": solved,
+            "tried": 4,
+            "by_env": {"math:arithmetic": {"solved": solved, "tried": 4, "seconds": 1.0}},
+        }
+
+    record = {
+        "adapter": "A",
+        "tasks": 4,
+        "variants": {
+            "local's rules": row("#narrow=first", 3),
+            "defaults": row("", 2),
+            "plain": row("#decider=model#grounding=off", 1),
+        },
+    }
+    (tmp_path / "rules.json").write_text(json.dumps(record), encoding="utf-8")
+    rows = figures.render_rules(figures.Results(tmp_path)).splitlines()[2:]
+    assert rows[0].startswith("| plain (`#decider=model#grounding=off`) | 1/4 |")
+    assert rows[1].startswith("| defaults (no suffix) | 2/4 |")
+    assert rows[2].endswith("| 3/4 | **3/4** |") and "local's rules" in rows[2]
