@@ -209,14 +209,6 @@ def bfcl(scratch: Path) -> dict[str, Any]:
     }
 
 
-def bfcl_bound(figures: dict[str, Any]) -> None:
-    """Add the batching bound of the BFCL run (see :func:`batching_bound`)."""
-    b = figures["bfcl"]
-    b["bound_at_8"] = batching_bound(
-        b["one_at_a_time"], b["batched_j8"], figures["limit_gain_at_8"]
-    )
-
-
 def rft(scratch: Path) -> dict[str, Any]:
     from tooluse.envs import environment_registry
     from tooluse.train.rft import RFTOptions, _backend, _runner, _sample
@@ -325,9 +317,10 @@ def main() -> dict[str, Any]:
     }
     scratch = Path(tempfile.mkdtemp(prefix="bench-batch-"))
     try:
-        figures["bfcl"] = bfcl(scratch)
-        bfcl_bound(figures)
-        b = figures["bfcl"]
+        figures["bfcl"] = b = bfcl(scratch)
+        b["bound_at_8"] = batching_bound(
+            b["one_at_a_time"], b["batched_j8"], figures["limit_gain_at_8"]
+        )
         print(f"\nBFCL simple_python x{BFCL_ENTRIES}, local:base: "
               f"-j 1 {b['one_at_a_time']['items_per_minute']} items/min, "
               f"-j 8 {b['batched_j8']['items_per_minute']} ({b['ratio']}x; "

@@ -561,9 +561,7 @@ class BatchEngine:
             batch.n_seq_id[index] = 1
             batch.seq_id[index][0] = slot.seq
             batch.logits[index] = True
-        started = time.perf_counter()
-        self._decode(len(entries))
-        self.stats.decode_seconds += time.perf_counter() - started
+        self.stats.decode_seconds += self._decode(len(entries))
         self.stats.steps += 1
         self.stats.most_at_once = max(self.stats.most_at_once, len(entries))
         for index, (request, token) in enumerate(entries):
@@ -588,9 +586,10 @@ class BatchEngine:
         deadline = time.perf_counter() + HANDOFF_SECONDS
         for request in handed:
             left = deadline - time.perf_counter()
-            if left <= 0 or request.cancelled:
-                continue
-            request.back.wait(left)
+            if left <= 0:
+                break
+            if not request.cancelled:
+                request.back.wait(left)
 
     def _decode_chunk(self, request: _Request) -> None:
         """The next piece of ``request``'s prompt (never its last token, which goes alone)."""
@@ -611,9 +610,7 @@ class BatchEngine:
             batch.logits[index] = start + index >= scored
         # as llama-cpp-python's eval does: the chunk's last row is an output
         batch.logits[len(tokens) - 1] = True
-        started = time.perf_counter()
-        self._decode(len(tokens))
-        self.stats.prompt_seconds += time.perf_counter() - started
+        self.stats.prompt_seconds += self._decode(len(tokens))
         for index in range(max(0, scored - start), len(tokens)):
             pointer = self._lib.llama_get_logits_ith(self._ctx, index)
             row = np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
@@ -623,10 +620,13 @@ class BatchEngine:
         slot.tokens.extend(tokens)
         request.pending = request.pending[len(tokens) :]
 
-    def _decode(self, count: int) -> None:
+    def _decode(self, count: int) -> float:
+        """Decode the batch; the seconds it took."""
+        started = time.perf_counter()
         status = self._lib.llama_decode(self._ctx, self._batch)
         if status != 0:
             raise RuntimeError(f"llama_decode returned {status} for {count} tokens")
+        return time.perf_counter() - started
 
     def _advance(self, request: _Request, logits: np.ndarray) -> None:
         """Handle the logits after a sequence's latest token (a view: used before the next

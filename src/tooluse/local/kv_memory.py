@@ -23,8 +23,9 @@ __all__ = [
     "restream",
 ]
 
-#: Sequences decoded together at most, by default: on 2 cores SmolLM2-135M generates 2.5x as
-#: many tokens a second with 8 sequences as with one, and 16 add little (benchmarks/bench_batch).
+#: Sequences decoded together at most, by default: on 2 cores SmolLM2-135M generates 1.4x to
+#: 1.8x as many tokens a second with 8 sequences as with one, and 16 add little
+#: (benchmarks/bench_batch).
 DEFAULT_BATCH = 8
 #: The KV memory the slots may take together when their number is chosen (the default).
 DEFAULT_KV_BUDGET = 1 << 30
