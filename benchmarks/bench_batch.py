@@ -132,12 +132,17 @@ def engine_rates(llm: Any, threads: int) -> dict[int, float]:
     return rates
 
 
-def _bfcl(scratch: Path, name: str, **options: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def bfcl_run(
+    scratch: Path, name: str, model: str = "local:base", entries: Any = None, **options: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One ``tooluse eval bfcl`` run (BFCL_ENTRIES simple_python entries unless ``entries``):
+    its items/min, correct count and engine time split, and each entry's verdict and call."""
     from tooluse.evals.bfcl import load_bfcl_category
     from tooluse.evals.bfcl.job import BFCLOptions, run_bfcl_job
     from tooluse.providers import load_model
 
-    entries = load_bfcl_category("simple_python")[:BFCL_ENTRIES]
+    if entries is None:
+        entries = load_bfcl_category("simple_python")[:BFCL_ENTRIES]
     loaded: list[Any] = []
 
     def keep(model: str) -> Any:  # the local engine's backend, for its time split
@@ -147,9 +152,7 @@ def _bfcl(scratch: Path, name: str, **options: Any) -> tuple[dict[str, Any], dic
     if options.get("engine") != "ray":
         options["backend_factory"] = keep
     started = time.perf_counter()
-    summary = run_bfcl_job(
-        entries, "local:base", BFCLOptions(), scratch / name, progress=False, **options
-    )
+    summary = run_bfcl_job(entries, model, BFCLOptions(), scratch / name, progress=False, **options)
     seconds = time.perf_counter() - started
     rows = [
         json.loads(line) for line in (scratch / name / "results.jsonl").read_text().splitlines()
@@ -197,8 +200,8 @@ def batching_bound(alone: dict[str, Any], batched: dict[str, Any], gain: float) 
 
 
 def bfcl(scratch: Path) -> dict[str, Any]:
-    alone, alone_verdicts = _bfcl(scratch, "j1", concurrency=1)
-    batched, batched_verdicts = _bfcl(scratch, "j8", concurrency=8)
+    alone, alone_verdicts = bfcl_run(scratch, "j1", concurrency=1)
+    batched, batched_verdicts = bfcl_run(scratch, "j8", concurrency=8)
     differ = sorted(key for key in alone_verdicts if alone_verdicts[key] != batched_verdicts[key])
     return {
         "entries": BFCL_ENTRIES,
@@ -272,7 +275,7 @@ def ray(scratch: Path, local_items_per_minute: float) -> dict[str, Any]:
     ensure_ray(None)
     ray_start = time.perf_counter() - started
     try:
-        figures, _ = _bfcl(scratch, "ray", engine="ray", workers=2)
+        figures, _ = bfcl_run(scratch, "ray", engine="ray", workers=2)
     finally:
         ray_module.shutdown()
     return {

@@ -530,3 +530,70 @@ def render_rules(r: Any) -> str:
             f"| {shown} | " + " | ".join(cells) + f" | **{row['solved']}/{row['tried']}** |"
         )
     return "\n".join(lines)
+
+
+def render_weights(r: Any) -> str:
+    """The embedded model's weights as shipped against its Q8_0 and F16 copies: rates, then
+    BFCL speed and accuracy (``bench_weights.py``)."""
+    f = r.figures("weights")
+    rates = f["rates"]
+    lines = [
+        "| weights (`benchmarks/results/weights.json`) | reading a prompt, tokens/s "
+        "| decoding 1 sequence, tokens/s | decoding 8 together, tokens/s |",
+        "|---|---|---|---|",
+    ]
+    for name, rate in rates.items():
+        shown = f"{name.upper()} (as shipped)" if name == "q4_1" else f"{name.upper()} copy"
+        lines.append(f"| {shown} | {rate['prompt']} | {rate['decode_1']} | {rate['decode_8']} |")
+    b = f["bfcl"]
+    entries = b["entries"]
+    lines += [
+        "",
+        f"| `tooluse eval bfcl`, `local:base` | {entries['simple_python']} simple_python, `-j 1` "
+        "| the same, `-j 8` | at most (`-j 8`) | "
+        + " | ".join(f"{name} correct" for name in entries)
+        + " |",
+        "|---|---|---|---|" + "---|" * len(entries),
+    ]
+    for name, run in b["formats"].items():
+        cells = " | ".join(f"{run['correct'][k]}/{n}" for k, n in entries.items())
+        lines.append(
+            f"| {name.upper()} | {run['j1_items_per_minute']} items/min "
+            f"| {run['j8_items_per_minute']} items/min ({run['j8_over_j1']:.2f}x) "
+            f"| {run['bound_at_8']:.2f}x | {cells} |"
+        )
+    total = sum(entries.values())
+    lines += [
+        "",
+        f"Q8_0 at `-j 8` against Q4_1 at `-j 1`: {b['q8_0_j8_over_q4_1_j1']:.2f}x; verdicts that "
+        f"differ between the two formats: {len(b['verdicts_differ'])} of {total}.",
+    ]
+    return "\n".join(lines)
+
+
+def rows_weights(r: Any) -> list[str]:
+    """The Q8_0 copy against the shipped Q4_1 weights (``bench_weights.py``)."""
+    f = r.figures("weights")
+    shipped, copy = f["rates"]["q4_1"], f["rates"]["q8_0"]
+    b = f["bfcl"]
+    q4, q8 = b["formats"]["q4_1"], b["formats"]["q8_0"]
+    return [
+        _row(
+            "weights",
+            "local model, a Q8_0 copy of the shipped Q4_1 file (`#weights=q8_0`): reading a "
+            "prompt; 8 sequences decoded together",
+            f"{copy['prompt']} tok/s; {copy['decode_8']} tok/s",
+            f"Q4_1: {shipped['prompt']} tok/s; {shipped['decode_8']} tok/s",
+            f"{copy['prompt'] / shipped['prompt']:.2f}x; "
+            f"{copy['decode_8'] / shipped['decode_8']:.2f}x",
+        ),
+        _row(
+            "weights",
+            f"`tooluse eval bfcl -j 8`, {b['entries']['simple_python']} simple_python entries, "
+            "local:base on each",
+            f"Q8_0: {q8['j8_items_per_minute']} items/min",
+            f"Q4_1: {q4['j8_items_per_minute']} items/min",
+            f"{q8['j8_items_per_minute'] / q4['j8_items_per_minute']:.2f}x "
+            f"({len(b['verdicts_differ'])} of {sum(b['entries'].values())} verdicts differ)",
+        ),
+    ]

@@ -37,10 +37,12 @@ from readme_evals import (  # noqa: E402 - after the path it is found on
     render_tool_search,
     render_train,
     render_train_rft,
+    render_weights,
     rows_code_mode,
     rows_kv_snapshots,
     rows_tool_search,
     rows_train_speed,
+    rows_weights,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -625,6 +627,7 @@ TABLE: dict[str, Callable[[Results], list[str]]] = {
     "local": rows_local,
     "kv_snapshots": rows_kv_snapshots,
     "batch": rows_batch,
+    "weights": rows_weights,
     "serve": rows_serve,
     "demo": rows_demo,
     "evals": rows_evals,
@@ -812,6 +815,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "demo-figures": render_demo,
     "serve-figures": render_serve,
     "batch-figures": render_batch,
+    "weights-figures": render_weights,
     "mutation-figures": render_mutation,
     "train-figures": render_train,
     "train-rft-figures": render_train_rft,
@@ -829,7 +833,12 @@ SPANS: dict[str, Callable[[Results], str]] = {"format-peak": render_format_peak}
 DOCUMENTS: dict[str, tuple[str, ...]] = {
     "README.md": ("headline",),
     "docs/benchmarks/index.md": ("benchmarks", "mutation-figures"),
-    "docs/benchmarks/local-model.md": ("demo-figures", "serve-figures", "batch-figures"),
+    "docs/benchmarks/local-model.md": (
+        "demo-figures",
+        "serve-figures",
+        "batch-figures",
+        "weights-figures",
+    ),
     "docs/benchmarks/bfcl.md": ("bfcl-figures", "bfcl-options", "grounding-figures"),
     "docs/benchmarks/training.md": (
         "train-figures",

@@ -26,6 +26,7 @@ class Settings:
     judge: str = "model"
     text: str = "model"
     lora_scale: float = 1.0
+    weights: str | None = None
 
     def __post_init__(self) -> None:
         adapted = self.lora_path is not None
@@ -64,6 +65,7 @@ def test_default_settings_spell_the_bare_model(model):
         ({"judge": "base", "grounding": GroundingCheck(after_results=True)}, None),
         ({"adapter": True, "lora_scale": 0.5, "text": "base"}, "#text=base#lora_scale=0.5"),
         ({"adapter": True, "narrow_tools": True, "judge": "base"}, "#narrow=on#judge=base"),
+        ({"weights": "q8_0", "judge": "base"}, "#judge=base#weights=q8_0"),
     ],
 )
 def test_spelled_settings_read_back_as_the_same_settings(model, changes, suffixes):
@@ -77,7 +79,13 @@ def test_spelled_settings_read_back_as_the_same_settings(model, changes, suffixe
         assert f"#lora={lora}" in spelled
     again = read_back(spelled)
     assert spell_local_model(again) == spelled
-    for name in ("lora_path", "narrow_tools", "judge", "text", "lora_scale", "model_path"):
+    names = ("lora_path", "narrow_tools", "judge", "text", "lora_scale", "model_path", "weights")
+    for name in names:
         assert getattr(again, name) == getattr(settings, name), name
     assert getattr(again.decider, "name", "") == getattr(settings.decider, "name", "")
     assert again.grounding == settings.grounding
+
+
+def test_an_unknown_weights_format_is_refused_with_the_formats_named(model):
+    with pytest.raises(ValueError, match=r"#weights=q8_0\|f16"):
+        parse_local_options(f"{model}#weights=q4_0", {})

@@ -37,6 +37,7 @@ from tooluse.local.sampling import DecodeSettings, GrammarSampler
 from tooluse.local.side_contexts import SideContexts
 from tooluse.local.threads import default_threads, llama_thread_options
 from tooluse.local.turns import Decoded, Turn, TurnPlan, call_turn_events
+from tooluse.local.weights import converted_weights
 from tooluse.messages import ChatMessage, Usage
 from tooluse.providers.base import (
     BaseBackend,
@@ -122,6 +123,10 @@ class LlamaCppBackend(BaseBackend):
     - ``text="base"`` (with an adapter): text answers are written by the base model, in the
       same context as ``judge="base"`` reads; the adapter writes only the calls. An adapter
       trained on calls alone answers a tool result with a pleasantry rather than the result.
+    - ``weights="q8_0"`` (or ``"f16"``) loads a copy of the model file in that number format,
+      converted by llama.cpp once and cached (:func:`~tooluse.local.weights.converted_weights`):
+      a Q8_0 copy of the embedded Q4_1 file reads prompts and decodes batches faster on a CPU
+      (``benchmarks/bench_weights.py``). ``model_path`` stays the file named.
     """
 
     def __init__(  # noqa: PLR0913 - the backend's settings, keyword-only after the model
@@ -147,6 +152,7 @@ class LlamaCppBackend(BaseBackend):
         judge: Literal["model", "base"] = "model",
         text: Literal["model", "base"] = "model",
         lora_scale: float = 1.0,
+        weights: str | None = None,
         verbose: bool = False,
     ) -> None:
         if judge not in ("model", "base"):
@@ -157,11 +163,12 @@ class LlamaCppBackend(BaseBackend):
         lora = check_lora_path(lora_path, path) if lora_path is not None else None
         llama_cpp = import_llama_cpp()
         threads = n_threads if n_threads is not None else default_threads()
+        loaded = converted_weights(path, weights) if weights is not None else path
         try:
             # the Llama holds the weights, vocabulary and adapter; its own context is not used
             # for decoding (the batch engine has one), so it is kept small
             self.llm = llama_cpp.Llama(
-                model_path=str(path),
+                model_path=str(loaded),
                 n_ctx=min(n_ctx, LLAMA_OWN_CONTEXT),
                 n_batch=n_batch,
                 **llama_thread_options(threads),
@@ -173,6 +180,7 @@ class LlamaCppBackend(BaseBackend):
             what = f"{path} with the adapter {lora}" if lora is not None else str(path)
             raise BackendError(f"llama.cpp could not load {what}: {exc}") from exc
         self.model_path = path
+        self.weights = weights
         self.lora_path = lora
         self.model_name = str(self.llm.metadata.get("general.name") or path.stem)
         self.profile = profile or profile_for(f"{self.model_name} {path.name}")
@@ -242,6 +250,8 @@ class LlamaCppBackend(BaseBackend):
         stem = self.model_path.stem
         match = re.search(r"[.\-_](I?Q\d[\w]*|F16|BF16|F32)$", stem, re.IGNORECASE)
         name = f"{stem[: match.start()]} ({match.group(1)})" if match else stem
+        if self.weights is not None:
+            name = f"{name} as {self.weights.upper()}"
         return name if self.lora_path is None else f"{name} + {self.lora_path.stem}"
 
     @property

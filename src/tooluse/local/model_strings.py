@@ -42,6 +42,9 @@ class LocalModelSettings(Protocol):
     @property
     def lora_scale(self) -> float: ...
 
+    @property
+    def weights(self) -> str | None: ...
+
 
 def _is_scale(text: str) -> bool:
     try:
@@ -62,7 +65,8 @@ def parse_local_options(rest: str, options: dict[str, Any]) -> str:
     ``chain``: calls after tool results too, and a repeat of the turn before's calls)
     and ``#judge=model|base`` (``judge``: whether an adapter's call decisions and tool
     ranking are read from the base model) and ``#text=model|base`` (``text``: whether an
-    adapter's text answers are written by the base model)."""
+    adapter's text answers are written by the base model) and ``#weights=q8_0|f16``
+    (``weights``: a copy of the model file in that number format, converted once)."""
     model, *suffixes = rest.split("#")
     for suffix in suffixes:
         key, equals, value = suffix.partition("=")
@@ -84,6 +88,8 @@ def parse_local_options(rest: str, options: dict[str, Any]) -> str:
             options["judge"] = value
         elif key == "text" and value in ("model", "base"):
             options["text"] = value
+        elif key == "weights" and value in _weight_formats():
+            options["weights"] = value
         elif key == "grounding" and value in ("on", "off", "chain"):
             from tooluse.local.grounding import GroundingCheck
 
@@ -93,9 +99,16 @@ def parse_local_options(rest: str, options: dict[str, Any]) -> str:
             raise ValueError(
                 f"#{suffix}: a local model string takes #lora=PATH, #n_ctx=N (a whole number), "
                 "#lora_scale=X (0 to 4), #decider=NAME, #narrow=on|off|first, "
-                "#grounding=on|off|chain, #judge=model|base and #text=model|base"
+                "#grounding=on|off|chain, #judge=model|base, #text=model|base and "
+                f"#weights={'|'.join(_weight_formats())}"
             )
     return model
+
+
+def _weight_formats() -> tuple[str, ...]:
+    from tooluse.local.weights import WEIGHT_FORMATS
+
+    return tuple(WEIGHT_FORMATS)
 
 
 def trained_options() -> dict[str, Any]:
@@ -124,9 +137,10 @@ def spell_local_model(backend: LocalModelSettings) -> str:
         embedded = False
     spec = "local:base" if embedded else f"llama-cpp:{backend.model_path}"
     suffixes = _suffixes(backend)
+    weights = f"#weights={backend.weights}" if backend.weights is not None else ""
     if embedded and suffixes == _trained_suffixes():
-        return "local"
-    return spec + suffixes
+        return f"local:{weights}" if weights else "local"
+    return spec + suffixes + weights
 
 
 def _suffixes(backend: LocalModelSettings) -> str:

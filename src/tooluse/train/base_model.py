@@ -42,12 +42,9 @@ _READY = "tokenizer_config.json"  # in every complete conversion
 
 def base_model_cache_dir() -> Path:
     """``$TOOLUSE_CACHE_DIR/train-base``, else ``train-base`` in the user's cache directory."""
-    explicit = os.environ.get("TOOLUSE_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser() / "train-base"
-    from platformdirs import user_cache_dir
+    from tooluse.local.weights import cache_dir
 
-    return Path(user_cache_dir("tooluse", appauthor=False)) / "train-base"
+    return cache_dir("train-base")
 
 
 def converted_model_dir(stack: TrainingStack, gguf_path: Path) -> Path:
