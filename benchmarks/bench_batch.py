@@ -184,6 +184,7 @@ def engine_time(stats: list[Any], since: list[Any] | None = None) -> dict[str, A
         "prompt_tokens": sum(s.prompt_tokens for s in stats),
         "reused_tokens": sum(s.reused_tokens for s in stats),
         "decoded_tokens": sum(s.decoded for s in stats),
+        "decode_steps": sum(s.steps for s in stats),  # tokens / steps: sequences per step
     }
 
 

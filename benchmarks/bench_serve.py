@@ -29,9 +29,11 @@ from typing import Any
 
 import httpx
 
-from tooluse import ToolDefinition
-from tooluse.errors import ToolArgumentError
-from tooluse.local.model_files import default_model_path
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_batch's bound, beside it
+
+from tooluse import ToolDefinition  # noqa: E402
+from tooluse.errors import ToolArgumentError  # noqa: E402
+from tooluse.local.model_files import default_model_path  # noqa: E402
 
 N_CTX, THREADS = 4096, 2
 TEXT_PROMPTS = (
@@ -225,9 +227,43 @@ def _one_request(client: httpx.Client, body: dict[str, Any]) -> int:
     return tokens
 
 
+def engine_counters(base: str) -> dict[str, Any] | None:
+    """The served local model's batch-engine counters, from tooluse serve's ``/health``
+    (None for a server without them)."""
+    response = httpx.get(base.removesuffix("/v1") + "/health", timeout=30)
+    try:
+        body = response.json() if response.status_code == 200 else None
+    except ValueError:
+        return None
+    load = body.get("load") if isinstance(body, dict) else None
+    if not isinstance(load, dict):
+        return None
+    return next((m["engines"]["main"] for m in load.values() if "engines" in m), None)
+
+
+def _engine_split(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What the engine did between two readings, in ``bench_batch.engine_time``'s shape."""
+
+    def spent(key: str) -> Any:
+        return after[key] - before[key]
+
+    return {
+        "prefill_seconds": round(spent("prompt_seconds"), 1),
+        "decode_seconds": round(spent("decode_seconds"), 1),
+        "step_seconds": round(spent("step_seconds"), 1),
+        "prompt_tokens": spent("prompt_tokens"),
+        "reused_tokens": spent("reused_tokens"),
+        "decoded_tokens": spent("decoded"),
+        "decode_steps": spent("steps"),  # decoded_tokens / decode_steps: sequences per step
+    }
+
+
 def measure_concurrent(base: str, model: str) -> dict[str, Any]:
-    """``CLIENTS`` clients, each sending 3 requests in turn: tokens/s of all together."""
+    """``CLIENTS`` clients, each sending 3 requests in turn: tokens/s of all together (and,
+    for tooluse serve, where its engine's time went)."""
     from concurrent.futures import ThreadPoolExecutor
+
+    before = engine_counters(base)
 
     def client_run(number: int) -> int:
         with httpx.Client(base_url=base, timeout=600) as client:
@@ -238,12 +274,16 @@ def measure_concurrent(base: str, model: str) -> dict[str, Any]:
     with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
         tokens = sum(pool.map(client_run, range(CLIENTS)))
     seconds = time.perf_counter() - started
-    return {
+    figures: dict[str, Any] = {
         "requests": CLIENTS * 3,
         "completion_tokens": tokens,
         "seconds": round(seconds, 1),
         "tokens_per_s": round(tokens / seconds, 1),
     }
+    after = engine_counters(base) if before is not None else None
+    if before is not None and after is not None:
+        figures["engine"] = _engine_split(before, after)
+    return figures
 
 
 def _tooluse_serve(logs: Path, name: str, *extra: str) -> tuple[subprocess.Popen, str]:
@@ -341,10 +381,16 @@ def main() -> dict[str, Any]:
 
 def serving_bound(figures: dict[str, Any], gain: float) -> float:
     """The best ratio over one request at a time that batching can give the concurrent run:
-    its generated tokens decoded ``gain`` times faster (the machine's decode gain at 8
-    sequences), the rest of the one-at-a-time run (reading prompts, HTTP, parsing) as it was.
-    The decoding time is the completion tokens at a lone request's rate."""
+    as ``bench_batch.batching_bound`` from the two servers' engine counters (the concurrent
+    run's prompt reading, the one-at-a-time run's decoding ``gain`` times faster, the rest as
+    it was). Without counters: the one-at-a-time run's generated tokens at a lone request's
+    rate decoded ``gain`` times faster, the rest (prompts, HTTP, parsing) as it was."""
     alone = figures["tooluse_serve_one_at_a_time"]
+    together = figures["tooluse_serve_concurrent"]
+    if "engine" in alone and "engine" in together:
+        from bench_batch import batching_bound
+
+        return batching_bound(alone, together, gain)
     seconds = alone["seconds"]
     decode = min(seconds, alone["completion_tokens"] / figures["tooluse_serve"]["tokens_per_s"])
     return round(seconds / (seconds - decode + decode / gain), 2)

@@ -50,6 +50,25 @@ def test_models_and_health(local_server):
     assert "local" in [m["id"] for m in models["data"]]
 
 
+def test_health_reports_the_local_engines_counters_growing_with_a_request(local_server, client):
+    def total(load: dict, key: str) -> float:
+        return sum(engine[key] for engine in load["engines"].values())
+
+    before = httpx.get(f"{local_server}/health").json()["load"]["local"]
+    client.chat.completions.create(
+        model="local", messages=[{"role": "user", "content": "Say hello."}], max_tokens=8
+    )
+    after = httpx.get(f"{local_server}/health").json()["load"]["local"]
+    assert (after["running"], after["waiting"]) == (0, 0)
+    # `local` writes its text answers on the untouched model's engine beside the adapter's
+    assert set(after["engines"]) == {"main", "base"}
+    assert total(after, "decoded") > total(before, "decoded")
+    assert total(after, "decode_seconds") > total(before, "decode_seconds")
+    assert total(after, "prompt_tokens") + total(after, "reused_tokens") > (
+        total(before, "prompt_tokens") + total(before, "reused_tokens")
+    )
+
+
 def test_tool_loop_with_the_openai_client(client):
     question = {"role": "user", "content": "What's the weather in Paris?"}
     first = client.chat.completions.create(

@@ -72,6 +72,10 @@ def test_api_key_is_required_when_set():
         ok = ask(base, HELLO, headers={"authorization": "Bearer s3cret"})
         assert ok.status_code == 200
         assert ok.json()["choices"][0]["message"]["content"] == "hello"
+        # liveness for anyone; the models' load only with the key
+        assert httpx.get(f"{base}/health").json() == {"status": "ok", "models": ["m"]}
+        keyed = httpx.get(f"{base}/health", headers={"authorization": "Bearer s3cret"})
+        assert keyed.json()["load"] == {"m": {"running": 0, "waiting": 0}}
 
 
 class BlockingBackend(ScriptedBackend):
@@ -99,6 +103,8 @@ def test_full_queue_gives_503_with_retry_after():
         second = threading.Thread(target=lambda: results.append(ask(base, HELLO).status_code))
         second.start()
         time.sleep(0.5)  # the second request is now waiting in the queue
+        load = httpx.get(f"{base}/health").json()["load"]["m"]
+        assert load == {"running": 1, "waiting": 1}  # a scripted model has no engine counters
         third = ask(base, HELLO)
         assert third.status_code == 503
         assert third.headers["retry-after"] == "1"

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from tooluse.errors import BackendError, ToolNotFoundError
 from tooluse.events import TextDelta
-from tooluse.local.batching import BatchEngine
+from tooluse.local.batching import BatchEngine, EngineStats
 from tooluse.local.call_shape import call_budget, call_grammar_text
 from tooluse.local.chat_prompt import ChatTemplateError, TurnText
 from tooluse.local.decision import (
@@ -253,6 +253,17 @@ class LlamaCppBackend(BaseBackend):
         if self.weights is not None:
             name = f"{name} as {self.weights.upper()}"
         return name if self.lora_path is None else f"{name} + {self.lora_path.stem}"
+
+    @property
+    def engine_stats(self) -> dict[str, EngineStats]:
+        """The counters of each batch engine the backend decodes on: ``main``, and ``base``
+        (the untouched model's context beside an adapter, which judges and writes the text
+        answers) once it is made."""
+        stats = {"main": self.engine.stats}
+        side = self._sides.made()
+        if side is not None:
+            stats["base"] = side.stats
+        return stats
 
     @property
     def model_spec(self) -> str:

@@ -56,6 +56,10 @@ class SideContexts:
                 )
             return self._base
 
+    def made(self) -> BatchEngine | None:
+        """The base-model context when it has been made (else None)."""
+        return self._base
+
     def close(self) -> None:
         """Free the context made so far."""
         with self._lock:

@@ -1,7 +1,8 @@
 """An OpenAI-compatible HTTP server over any tooluse backend (Starlette; run it with uvicorn).
 
 Routes: ``POST /v1/chat/completions`` (plain and SSE streaming), ``GET /v1/models`` and
-``GET /health``. Each model runs a bounded number of generations at once (one for a local
+``GET /health`` (with the API key, or when there is none, each model's load: requests running
+and waiting, and a local model's engine counters). Each model runs a bounded number of generations at once (one for a local
 llama.cpp model); further requests wait in a bounded queue and get 503 with ``Retry-After`` when
 it is full. A client that disconnects stops its generation at the next event. Tool-call
 arguments are validated (and safely coerced) against the request's own tool schemas before they
@@ -76,6 +77,7 @@ class ServedModel:
     #: Requests allowed to wait for a slot; more get 503.
     max_queue: int = 32
     _waiting: int = field(default=0, init=False)
+    _running: int = field(default=0, init=False)
     _slots: asyncio.Semaphore | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -83,6 +85,20 @@ class ServedModel:
 
     def answers_to(self, name: str) -> bool:
         return name == self.id or name in self.aliases
+
+    def load(self) -> dict[str, Any]:
+        """What ``/health`` reports of the model: generations running and requests waiting,
+        and a local model's batch-engine counters by engine (``engine_stats``: tokens read and
+        decoded, and the seconds spent reading prompts, decoding and stepping)."""
+        load: dict[str, Any] = {"running": self._running, "waiting": self._waiting}
+        engines = getattr(self.backend, "engine_stats", None)
+        if isinstance(engines, dict):
+            load["engines"] = {
+                name: dataclasses.asdict(stats)
+                for name, stats in engines.items()
+                if dataclasses.is_dataclass(stats) and not isinstance(stats, type)
+            }
+        return load
 
     def check_capacity(self) -> None:
         """Raise the 503 a request gets when the queue is full."""
@@ -105,9 +121,11 @@ class ServedModel:
             await self._slots.acquire()
         finally:
             self._waiting -= 1
+        self._running += 1
         try:
             yield
         finally:
+            self._running -= 1
             self._slots.release()
 
 
@@ -313,7 +331,10 @@ class _Server:
         return JSONResponse({"object": "list", "data": data})
 
     async def health(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok", "models": [m.id for m in self.served]})
+        body: dict[str, Any] = {"status": "ok", "models": [m.id for m in self.served]}
+        if self.authorised(request):  # liveness for anyone, the load for the key's holders
+            body["load"] = {m.id: m.load() for m in self.served}
+        return JSONResponse(body)
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:
