@@ -241,23 +241,6 @@ def engine_counters(base: str) -> dict[str, Any] | None:
     return next((m["engines"]["main"] for m in load.values() if "engines" in m), None)
 
 
-def _engine_split(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """What the engine did between two readings, in ``bench_batch.engine_time``'s shape."""
-
-    def spent(key: str) -> Any:
-        return after[key] - before[key]
-
-    return {
-        "prefill_seconds": round(spent("prompt_seconds"), 1),
-        "decode_seconds": round(spent("decode_seconds"), 1),
-        "step_seconds": round(spent("step_seconds"), 1),
-        "prompt_tokens": spent("prompt_tokens"),
-        "reused_tokens": spent("reused_tokens"),
-        "decoded_tokens": spent("decoded"),
-        "decode_steps": spent("steps"),  # decoded_tokens / decode_steps: sequences per step
-    }
-
-
 def measure_concurrent(base: str, model: str) -> dict[str, Any]:
     """``CLIENTS`` clients, each sending 3 requests in turn: tokens/s of all together (and,
     for tooluse serve, where its engine's time went)."""
@@ -281,8 +264,12 @@ def measure_concurrent(base: str, model: str) -> dict[str, Any]:
         "tokens_per_s": round(tokens / seconds, 1),
     }
     after = engine_counters(base) if before is not None else None
-    if before is not None and after is not None:
-        figures["engine"] = _engine_split(before, after)
+    if before is not None and after is not None:  # what the engine did between the readings
+        from bench_batch import engine_time
+
+        from tooluse.local.batching import EngineStats
+
+        figures["engine"] = engine_time([EngineStats(**after)], [EngineStats(**before)])
     return figures
 
 
