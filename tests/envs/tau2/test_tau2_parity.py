@@ -5,13 +5,17 @@ agent makes the agent's actions, a scripted customer the user's), every call rea
 package's environment; then the package's ``evaluate_simulation`` (its ``all`` evaluation)
 scores the same conversation, and its reward must equal tooluse's. Telecom's 2,285 tasks are
 played both with a customer and solo. The work is split in chunks so that the two test
-processes share it; most of the time is the package's evaluator building its environments
-and hashing the airline and retail databases (7 and 3 MB of JSON).
+processes share it. The package's evaluator builds two environments per task: while this
+module runs, its database files are parsed once each (every load still gets fresh objects) and
+its solo-mode tool check (a pydantic model per tool) runs once per pair of toolkits. Neither
+touches the scoring, and together they took most of its time (telecom's TOML parsing and the
+check: 43 of a chunk's 59 seconds).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 
 import pytest
@@ -30,6 +34,36 @@ CASES = [
     *[("telecom", False, i, TELECOM_CHUNKS) for i in range(TELECOM_CHUNKS)],
     *[("telecom", True, i, TELECOM_CHUNKS) for i in range(TELECOM_CHUNKS)],
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def package_setup_done_once():
+    """The package's file parsing and solo-mode check, each done once (see the docstring)."""
+    from tau2.environment import db
+    from tau2.environment.environment import Environment
+
+    texts: dict[str, str] = {}
+    load_file, validate = db.load_file, Environment.validate_solo_mode
+    checked: set[tuple[type, type]] = set()
+
+    def load_parsed_once(path, **kwargs):
+        key = str(path)
+        if kwargs or not key.endswith((".json", ".toml")):
+            return load_file(path, **kwargs)
+        if key not in texts:
+            texts[key] = json.dumps(load_file(path))
+        return json.loads(texts[key])
+
+    def validate_once(self):
+        toolkits = (type(self.tools), type(self.user_tools))
+        if toolkits not in checked:
+            validate(self)
+            checked.add(toolkits)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(db, "load_file", load_parsed_once)
+        patch.setattr(Environment, "validate_solo_mode", validate_once)
+        yield
 
 
 @functools.cache
