@@ -273,14 +273,16 @@ def measure_concurrent(base: str, model: str) -> dict[str, Any]:
     return figures
 
 
-def _tooluse_serve(logs: Path, name: str, *extra: str) -> tuple[subprocess.Popen, str]:
+def _tooluse_serve(
+    logs: Path, name: str, *extra: str, model: str = "local:base"
+) -> tuple[subprocess.Popen, str]:
     port = free_port()
     process = start(
         [
             str(Path(sys.executable).with_name("tooluse")),
             "serve",
             "--model",
-            "local:base",
+            model,
             "--port",
             str(port),
             *extra,
@@ -383,5 +385,26 @@ def serving_bound(figures: dict[str, Any], gain: float) -> float:
     return round(seconds / (seconds - decode + decode / gain), 2)
 
 
+def concurrent_only(model: str) -> dict[str, Any]:
+    """Part 4 alone for another model string of tooluse serve (``local:base#weights=q8_0``):
+    its clients batched and one at a time, with the engine's counters (nothing is written)."""
+    logs = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    figures: dict[str, Any] = {"model": model}
+    for key, extra in (("together", ()), ("one_at_a_time", ("--concurrency", "1"))):
+        process, base = _tooluse_serve(logs, key, *extra, model=model)
+        try:
+            figures[key] = measure_concurrent(base, model)
+        finally:
+            stop(process)
+    figures["ratio"] = round(
+        figures["together"]["tokens_per_s"] / figures["one_at_a_time"]["tokens_per_s"], 2
+    )
+    return figures
+
+
 if __name__ == "__main__":
-    print(json.dumps(main(), indent=2))
+    # `--concurrent-only MODEL`: the concurrent clients on another model string, printed only
+    if len(sys.argv) == 3 and sys.argv[1] == "--concurrent-only":
+        print(json.dumps(concurrent_only(sys.argv[2]), indent=2))
+    else:
+        print(json.dumps(main(), indent=2))
