@@ -12,6 +12,13 @@ grounding check), and the library's defaults and ``local``'s full set of rules b
     python benchmarks/measure_rules.py --adapter runs/train/rft/round-1/adapter.gguf \\
         --gold runs/train/rft/data/data.jsonl --tasks 12
 
+The shipped adapter (trained by SFT on the arithmetic teachers, train seeds 0-119, and played
+by ``local`` at half strength) is measured the same way, on a pool of generated tasks from
+seeds it was not trained on and with no gold conversations to leave out:
+
+    python benchmarks/measure_rules.py --adapter src/tooluse/local/adapters/smollm2-135m-arithmetic.gguf \\
+        --lora-scale 0.5 --pool-seed 1000 --tasks 10 --out benchmarks/results/rules_shipped.json
+
 Figures go to ``benchmarks/results/rules.json`` (per variant and environment: solved, tried,
 seconds), resumed per variant when the script runs again with the same ``--out``. Nothing
 else should run beside it (llama.cpp's threads slow tenfold next to another busy process).
@@ -53,6 +60,18 @@ VARIANTS = {
     "+text=base": "#decider=model#grounding=off#text=base",
     "local's rules": "#decider=default-then-model#narrow=first#grounding=chain#judge=base"
     "#text=base",
+    # each of local's rules taken away from the whole set (judge=base acts only in the
+    # grounding check, so added to the plain model it changes nothing)
+    "local's rules, decider=model": "#decider=model#narrow=first#grounding=chain#judge=base"
+    "#text=base",
+    "local's rules, no narrow": "#decider=default-then-model#narrow=off#grounding=chain"
+    "#judge=base#text=base",
+    "local's rules, grounding=on": "#decider=default-then-model#narrow=first#grounding=on"
+    "#judge=base#text=base",
+    "local's rules, judge=model": "#decider=default-then-model#narrow=first#grounding=chain"
+    "#judge=model#text=base",
+    "local's rules, text=model": "#decider=default-then-model#narrow=first#grounding=chain"
+    "#judge=base#text=model",
 }
 
 
@@ -60,16 +79,19 @@ def _prompts_of(env: Any) -> set[str]:
     return {task.prompt for task in env.tasks}
 
 
-def clean_slice(name: str, gold_users: set[str], size: int) -> tuple[Any, list[int]]:
-    """Environment ``name`` on a pool of train tasks, and the first ``size`` task numbers that
-    neither the rft run's tasks nor the gold conversations hold."""
+def clean_slice(
+    name: str, gold_users: set[str], size: int, pool_seed: int = POOL_SEED
+) -> tuple[Any, list[int]]:
+    """Environment ``name`` on a pool of train tasks (generated ones from ``pool_seed``), and
+    the first ``size`` task numbers that neither the rft run's tasks nor the gold conversations
+    hold."""
     from tooluse.train.data import train_environment
     from tooluse.train.leaks import LeakIndex, TestItem
 
     with train_environment(name, "train", RFT_TASKS, 0, {}) as used:
         seen = _prompts_of(used)
     generated = name == "math:arithmetic" or name.startswith("reasoning_gym:")
-    env = train_environment(name, "train", POOL, POOL_SEED if generated else 0, {})
+    env = train_environment(name, "train", POOL, pool_seed if generated else 0, {})
     items = [TestItem(source=name, id=str(n), text=task.prompt) for n, task in enumerate(env.tasks)]
     index = LeakIndex(items)
     held = {int(hit[0].id) for text in gold_users if (hit := index.find(text)) is not None}
@@ -114,22 +136,39 @@ def play(model: str, slices: dict[str, tuple[Any, list[int]]]) -> dict[str, Any]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--adapter", type=Path, required=True)
-    parser.add_argument("--gold", type=Path, required=True, help="The recipe's data.jsonl.")
+    parser.add_argument(
+        "--gold", type=Path, default=None, help="The recipe's data.jsonl (none: nothing left out)."
+    )
+    parser.add_argument("--lora-scale", type=float, default=None, help="The adapter's strength.")
+    parser.add_argument(
+        "--pool-seed", type=int, default=POOL_SEED, help="The first seed of generated tasks."
+    )
     parser.add_argument("--tasks", type=int, default=12, help="Tasks per environment.")
     parser.add_argument("--variant", action="append", choices=list(VARIANTS), default=None)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    gold = gold_user_texts(args.gold)
-    slices = {name: clean_slice(name, gold, args.tasks) for name in RFT_ENVIRONMENTS}
+    gold = gold_user_texts(args.gold) if args.gold is not None else set()
+    slices = {
+        name: clean_slice(name, gold, args.tasks, args.pool_seed) for name in RFT_ENVIRONMENTS
+    }
+    setup = {
+        "adapter": str(args.adapter),
+        "tasks": args.tasks,
+        "lora_scale": args.lora_scale,
+        "pool_seed": args.pool_seed,
+        "gold": str(args.gold) if args.gold is not None else None,
+    }
+    scale = f"#lora_scale={args.lora_scale}" if args.lora_scale is not None else ""
     done: dict[str, Any] = {}
     if args.out.exists():
         previous = json.loads(args.out.read_text(encoding="utf-8"))
-        if previous.get("adapter") == str(args.adapter) and previous.get("tasks") == args.tasks:
+        if all(previous.get(key, POOL_SEED if key == "pool_seed" else None) == value
+               for key, value in setup.items()):  # fmt: skip
             done = previous["variants"]
     for variant in args.variant or list(VARIANTS):
         if variant in done:
             continue
-        model = f"local:base#lora={args.adapter}#n_ctx=2048{VARIANTS[variant]}"
+        model = f"local:base#lora={args.adapter}{scale}#n_ctx=2048{VARIANTS[variant]}"
         print(f"{variant}: {model}", flush=True)
         figures = play(model, slices)
         solved = sum(f["solved"] for f in figures.values())
@@ -139,8 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(
             json.dumps(
                 {
-                    "adapter": str(args.adapter),
-                    "tasks": args.tasks,
+                    **setup,
                     "slices": {n: t for n, (_, t) in slices.items()},
                     "variants": done,
                 },

@@ -509,18 +509,22 @@ def _curve_lines(curve: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def render_rules(r: Any) -> str:
-    """Each of the embedded model's rules on top of a `train rft` adapter, on the clean
-    validation slice ``measure_rules.py`` plays (solved of tried per environment)."""
-    record = r.record("rules")
+def render_rules(r: Any, name: str = "rules") -> str:
+    """Each of the embedded model's rules on top of an adapter (a `train rft` one in
+    ``rules.json``, the shipped one in ``rules_shipped.json``), on the clean validation slice
+    ``measure_rules.py`` plays (solved of tried per environment)."""
+    record = r.record(name)
     variants = record["variants"]
     names = list(next(iter(variants.values()))["by_env"])
     lines = [
-        "| `benchmarks/results/rules.json` | " + " | ".join(names) + " | all |",
+        f"| `benchmarks/results/{name}.json` | " + " | ".join(names) + " | all |",
         "|---|" + "---|" * (len(names) + 1),
     ]
-    # the plain model first, `local`'s whole set last, single rules between
-    order = sorted(variants, key=lambda v: (v != "plain", v == "local's rules"))
+    # the plain model first, single rules, then `local`'s whole set and the set less each rule
+    order = sorted(
+        variants,
+        key=lambda v: (v != "plain", v.startswith("local's rules"), v != "local's rules"),
+    )
     for variant in order:
         row = variants[variant]
         cells = [f"{row['by_env'][n]['solved']}/{row['by_env'][n]['tried']}" for n in names]

@@ -392,3 +392,25 @@ def test_the_rules_table_puts_the_plain_model_first_and_locals_rules_last(tmp_pa
     assert rows[0].startswith("| plain (`#decider=model#grounding=off`) | 1/4 |")
     assert rows[1].startswith("| defaults (no suffix) | 2/4 |")
     assert rows[2].endswith("| 3/4 | **3/4** |") and "local's rules" in rows[2]
+
+
+def test_the_shipped_adapters_rules_table_names_its_file_and_hides_the_adapters_strength(
+    tmp_path,
+):
+    record = {
+        "adapter": "A",
+        "tasks": 4,
+        "lora_scale": 0.5,
+        "variants": {
+            "plain": {
+                "model": "local:base#lora=A#lora_scale=0.5#n_ctx=2048#grounding=off",
+                "solved": 2,
+                "tried": 4,
+                "by_env": {"bfcl:simple_python": {"solved": 2, "tried": 4, "seconds": 1.0}},
+            }
+        },
+    }
+    (tmp_path / "rules_shipped.json").write_text(json.dumps(record), encoding="utf-8")
+    block = figures.BLOCKS["rules-shipped-figures"](figures.Results(tmp_path)).splitlines()
+    assert block[0].startswith("| `benchmarks/results/rules_shipped.json` | bfcl:simple_python |")
+    assert block[2] == "| plain (`#grounding=off`) | 2/4 | **2/4** |"
