@@ -48,6 +48,14 @@ RFT_TASKS = 24
 #: The pool of train tasks a clean slice is taken from (another seed for generated ones).
 POOL = 120
 POOL_SEED = 7
+#: `local`'s rules, in the order its model string spells them.
+LOCAL_RULES = {
+    "decider": "default-then-model",
+    "narrow": "first",
+    "grounding": "chain",
+    "judge": "base",
+    "text": "base",
+}
 #: name -> the model string's suffixes after the adapter. "plain" is the trained model alone.
 VARIANTS = {
     "plain": "#decider=model#grounding=off",
@@ -58,20 +66,21 @@ VARIANTS = {
     "+decider=default-then-model": "#decider=default-then-model#grounding=off",
     "+judge=base": "#decider=model#grounding=off#judge=base",
     "+text=base": "#decider=model#grounding=off#text=base",
-    "local's rules": "#decider=default-then-model#narrow=first#grounding=chain#judge=base"
-    "#text=base",
+    "local's rules": "".join(f"#{key}={value}" for key, value in LOCAL_RULES.items()),
     # each of local's rules taken away from the whole set (judge=base acts only in the
     # grounding check, so added to the plain model it changes nothing)
-    "local's rules, decider=model": "#decider=model#narrow=first#grounding=chain#judge=base"
-    "#text=base",
-    "local's rules, no narrow": "#decider=default-then-model#narrow=off#grounding=chain"
-    "#judge=base#text=base",
-    "local's rules, grounding=on": "#decider=default-then-model#narrow=first#grounding=on"
-    "#judge=base#text=base",
-    "local's rules, judge=model": "#decider=default-then-model#narrow=first#grounding=chain"
-    "#judge=model#text=base",
-    "local's rules, text=model": "#decider=default-then-model#narrow=first#grounding=chain"
-    "#judge=base#text=model",
+    **{
+        f"local's rules, {name}": "".join(
+            f"#{key}={other if key == rule else value}" for key, value in LOCAL_RULES.items()
+        )
+        for name, (rule, other) in {
+            "decider=model": ("decider", "model"),
+            "no narrow": ("narrow", "off"),
+            "grounding=on": ("grounding", "on"),
+            "judge=model": ("judge", "model"),
+            "text=model": ("text", "model"),
+        }.items()
+    },
 }
 
 
