@@ -4,7 +4,9 @@ The demo runs ``local`` (the embedded model with its shipped adapter) at tempera
 the argument check (the same answers every run); to see how robust those answers are, the same
 questions also run 10 times at temperature 0.7 with seeds 0-9. Each model is measured with the
 demo's argument check and without it (the calculator then gets what the model wrote), so the
-table shows what the check and the adapter are worth.
+table shows what the check and the adapter are worth. A third model, ``adapter``, is the same
+shipped adapter at the same strength with the library's defaults instead of ``local``'s rules
+(``local:base#lora=<shipped>#lora_scale=0.5``): what those rules are worth on the demo.
 """
 
 from __future__ import annotations
@@ -15,10 +17,16 @@ from typing import Any
 from tooluse import SamplingParams, run
 from tooluse.cli.local_cmd import DEMO_QUESTIONS, expected_answer
 from tooluse.local.demo_tools import demo_tools, expression_check
+from tooluse.local.model_files import trained_adapter_path
 from tooluse.providers import load_model
 
 SEEDS = range(10)
-MODELS = {"trained": "local:#n_ctx=2048", "base": "local:base#n_ctx=2048"}
+
+
+def models() -> dict[str, str]:
+    """The model strings measured, by label."""
+    adapter = f"local:base#lora={trained_adapter_path()}#lora_scale=0.5#n_ctx=2048"
+    return {"trained": "local:#n_ctx=2048", "base": "local:base#n_ctx=2048", "adapter": adapter}
 
 
 def ask(backend: Any, question: str, *, temperature: float, seed: int, helped: bool) -> bool:
@@ -53,7 +61,7 @@ def measure(backend: Any) -> dict[str, Any]:
 def main() -> dict[str, Any]:
     figures: dict[str, Any] = {}
     started = time.perf_counter()
-    for label, spec in MODELS.items():
+    for label, spec in models().items():
         backend = load_model(spec)
         figures[label] = measure(backend)
         backend.close()
@@ -61,7 +69,7 @@ def main() -> dict[str, Any]:
     print(f"{'question':34}{'model':>9}{'t=0 helped':>12}{'t=0 plain':>11}", end="")
     print(f"{'t=0.7 helped':>14}{'t=0.7 plain':>13}")
     for q in DEMO_QUESTIONS:
-        for label in MODELS:
+        for label in (k for k in figures if k != "seconds"):
             h, u = figures[label]["helped"], figures[label]["unhelped"]
             print(
                 f"{q:34}{label:>9}{'right' if h['temperature_0'][q] else 'wrong':>12}"

@@ -370,12 +370,16 @@ _BENCHMARK_RUNS = {
 
 
 def _benchmark_limits(models: dict[str, Any]) -> str:
-    """Which runs were capped at how many tasks (nothing when every run is whole)."""
+    """Which runs were capped at how many tasks (nothing when every run is whole), naming the
+    model when the models' runs of one benchmark were not capped alike."""
     capped: dict[int, list[str]] = {}
     for name, title in _BENCHMARK_RUNS.items():
-        limits = {m["runs"][name].get("limit") for m in models.values() if name in m["runs"]}
-        for limit in sorted(x for x in limits if x):
-            capped.setdefault(limit, []).append(title.split(",")[0])
+        limits = {k: m["runs"][name].get("limit") for k, m in models.items() if name in m["runs"]}
+        alike = len(set(limits.values())) == 1
+        for label, limit in limits.items():
+            shown = title.split(",")[0] if alike else f"{title.split(',')[0]} ({label})"
+            if limit and shown not in capped.get(limit, []):
+                capped.setdefault(limit, []).append(shown)
     if not capped:
         return ""
     parts = [f"the first {n} tasks of {', '.join(titles)}" for n, titles in sorted(capped.items())]

@@ -691,7 +691,24 @@ def render_demo(r: Results) -> str:
         f"({_right(trained['helped']['temperature_0'])} with the check); the untouched model "
         f"(`local:base`) gets {_right(base['unhelped']['temperature_0'])} without the check and "
         f"{_right(base['helped']['temperature_0'])} with it. Sampled at temperature 0.7 with 10 "
-        f"seeds, the 135M model is far less steady: {per_question}."
+        f"seeds, the 135M model is far less steady: {per_question}." + _demo_rules_sentence(f)
+    )
+
+
+def _demo_rules_sentence(f: dict[str, Any]) -> str:
+    """What ``local``'s rules are worth on the demo: the shipped adapter with the library's
+    defaults instead (measured since 2026-12-07; older records lack it)."""
+    adapter = f.get("adapter")
+    if adapter is None:
+        return ""
+    plain = adapter["unhelped"]
+    n = len(plain["temperature_0"])
+    return (
+        " The same adapter at the same strength with the library's defaults instead of "
+        "`local`'s rules (`local:base#lora=<shipped>#lora_scale=0.5`) gets "
+        f"{_right(plain['temperature_0'])} at temperature 0 without the check "
+        f"({_right(adapter['helped']['temperature_0'])} with it) and "
+        f"{sum(plain['temperature_0.7_of_10'].values())}/{10 * n} sampled."
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 
 import pytest
 
@@ -20,6 +21,11 @@ def pytest_configure(config):
         from tooluse.local.threads import usable_cpus
 
         os.environ["OMP_NUM_THREADS"] = str(max(1, usable_cpus() // int(workers)))
+    # A shell that starts the run in the background (`make test &`) hands it SIGINT ignored,
+    # and an ignored signal stays ignored in every process a test starts: the Ctrl-C tests'
+    # `tooluse` processes would never see their Ctrl-C. Caught signals are reset at exec.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)

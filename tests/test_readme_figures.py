@@ -271,6 +271,12 @@ def test_the_benchmark_envs_table_says_when_no_task_was_scored(tmp_path):
         "a quick look, not the whole splits: the first 2 tasks of τ²-bench airline; "
         "the first 20 tasks of NESTFUL v1." in table
     )
+    # a second model whose NESTFUL run is whole: the cap is named with the model it applies to
+    whole = {**scored, "limit": None}
+    record["models"]["trained"] = {"model": "local", "runs": {"nestful": whole}}
+    (tmp_path / "benchmark_envs.json").write_text(json.dumps(record), encoding="utf-8")
+    table = figures.render_benchmark_envs(figures.Results(tmp_path))
+    assert "the first 20 tasks of NESTFUL v1 (base)." in table
 
 
 def test_the_rft_table_shows_the_curve_and_borrows_only_missing_base_cells(tmp_path):
@@ -414,3 +420,34 @@ def test_the_shipped_adapters_rules_table_names_its_file_and_hides_the_adapters_
     block = figures.BLOCKS["rules-shipped-figures"](figures.Results(tmp_path)).splitlines()
     assert block[0].startswith("| `benchmarks/results/rules_shipped.json` | bfcl:simple_python |")
     assert block[2] == "| plain (`#grounding=off`) | 2/4 | **2/4** |"
+
+
+def test_the_demo_text_says_what_locals_rules_are_worth_when_the_adapter_was_measured(
+    tmp_path,
+):
+    def answers(greedy: list[bool], sampled: list[int]) -> dict:
+        questions = ("q1", "q2", "q3")
+        return {
+            "temperature_0": dict(zip(questions, greedy, strict=True)),
+            "temperature_0.7_of_10": dict(zip(questions, sampled, strict=True)),
+        }
+
+    def model(greedy: list[bool], sampled: list[int]) -> dict:
+        return {"helped": answers(greedy, sampled), "unhelped": answers(greedy, sampled)}
+
+    record = {
+        "figures": {
+            "trained": model([True, True, True], [2, 0, 9]),
+            "base": model([True, False, True], [3, 2, 9]),
+        }
+    }
+    (tmp_path / "demo.json").write_text(json.dumps(record), encoding="utf-8")
+    older = figures.BLOCKS["demo-figures"](figures.Results(tmp_path))
+    assert "library's defaults" not in older  # a record from before the third model
+    record["figures"]["adapter"] = model([False, False, True], [1, 0, 8])
+    (tmp_path / "demo.json").write_text(json.dumps(record), encoding="utf-8")
+    text = figures.BLOCKS["demo-figures"](figures.Results(tmp_path))
+    assert text.startswith(older)
+    assert text.endswith(
+        "gets 1/3 at temperature 0 without the check (1/3 with it) and 9/30 sampled."
+    )
