@@ -61,7 +61,8 @@ def measure(backend: Any) -> dict[str, Any]:
 def main() -> dict[str, Any]:
     figures: dict[str, Any] = {}
     started = time.perf_counter()
-    for label, spec in models().items():
+    specs = models()
+    for label, spec in specs.items():
         backend = load_model(spec)
         figures[label] = measure(backend)
         backend.close()
@@ -69,7 +70,7 @@ def main() -> dict[str, Any]:
     print(f"{'question':34}{'model':>9}{'t=0 helped':>12}{'t=0 plain':>11}", end="")
     print(f"{'t=0.7 helped':>14}{'t=0.7 plain':>13}")
     for q in DEMO_QUESTIONS:
-        for label in (k for k in figures if k != "seconds"):
+        for label in specs:
             h, u = figures[label]["helped"], figures[label]["unhelped"]
             print(
                 f"{q:34}{label:>9}{'right' if h['temperature_0'][q] else 'wrong':>12}"
