@@ -6,7 +6,9 @@ questions also run 10 times at temperature 0.7 with seeds 0-9. Each model is mea
 demo's argument check and without it (the calculator then gets what the model wrote), so the
 table shows what the check and the adapter are worth. A third model, ``adapter``, is the same
 shipped adapter at the same strength with the library's defaults instead of ``local``'s rules
-(``local:base#lora=<shipped>#lora_scale=0.5``): what those rules are worth on the demo.
+(``local:base#lora=<shipped>#lora_scale=0.5``): what those rules are worth on the demo. An
+answer is right as ``tooluse demo`` judges it (``answer_problem``): the weather answer must hold
+the number the weather tool returned, so one made up without the tool is wrong.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import time
 from typing import Any
 
 from tooluse import SamplingParams, run
-from tooluse.cli.local_cmd import DEMO_QUESTIONS, expected_answer
+from tooluse.cli.local_cmd import DEMO_QUESTIONS, answer_problem
 from tooluse.local.demo_tools import demo_tools, expression_check
 from tooluse.local.model_files import trained_adapter_path
 from tooluse.providers import load_model
@@ -38,8 +40,7 @@ def ask(backend: Any, question: str, *, temperature: float, seed: int, helped: b
         max_tool_iters=2,
         before_tool_call=expression_check(question) if helped else None,
     )
-    expected = expected_answer(question, result)
-    return expected is None or expected.lower() in result.final_text.lower()
+    return answer_problem(question, result) is None
 
 
 def measure(backend: Any) -> dict[str, Any]:

@@ -4,7 +4,7 @@ and the demo's own verdict on answers (shown, never hidden)."""
 from __future__ import annotations
 
 from tooluse import ScriptedBackend, ToolCall, run
-from tooluse.cli.local_cmd import expected_answer
+from tooluse.cli.local_cmd import answer_problem, expected_answer
 from tooluse.local.demo_tools import demo_tools, expression_check, expression_in, get_weather
 
 
@@ -48,6 +48,31 @@ def test_corrected_call_runs_in_the_loop_and_the_verdict_reads_the_answer():
         tools=demo_tools(),
     )
     assert expected_answer("Weather in Oslo?", weather) in get_weather("Oslo")
+
+
+def test_the_built_in_weather_question_answered_without_the_tool_is_wrong():
+    question = "What's the weather in Paris?"
+    made_up = run(
+        ScriptedBackend(["Paris is lovely this time of year."]), question, tools=demo_tools()
+    )
+    assert answer_problem(question, made_up) == "no tool gave a number to answer with"
+    said = run(
+        ScriptedBackend([[ToolCall(name="get_weather", arguments={"city": "Paris"})], "x"]),
+        question,
+        tools=demo_tools(),
+    )
+    number = expected_answer(question, said)
+    assert answer_problem(question, said) == f"the answer does not contain {number!r}"
+    told = run(
+        ScriptedBackend(
+            [[ToolCall(name="get_weather", arguments={"city": "Paris"})], f"It is {number}°C."]
+        ),
+        question,
+        tools=demo_tools(),
+    )
+    assert answer_problem(question, told) is None
+    # a question of the user's own with no tool number has nothing to check
+    assert answer_problem("Tell me a joke.", made_up) is None
 
 
 def test_weather_is_a_sentence_with_the_number():

@@ -43,6 +43,7 @@ __all__ = [
     "conversation_text",
     "grounded_share",
     "repeats_last_calls",
+    "scalar_leaves",
 ]
 
 #: A call stands when more than this share of its counted argument values is grounded.
@@ -152,13 +153,14 @@ class _Evidence:
         return sum(w in self.words for w in words) * 2 >= len(words)
 
 
-def _leaves(value: Any) -> Iterator[Any]:
+def scalar_leaves(value: Any) -> Iterator[Any]:
+    """The scalars inside ``value`` (mappings' values and sequences' items, all the way down)."""
     if isinstance(value, Mapping):
         for item in value.values():
-            yield from _leaves(item)
+            yield from scalar_leaves(item)
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _leaves(item)
+            yield from scalar_leaves(item)
     else:
         yield value
 
@@ -186,7 +188,9 @@ def grounded_share(
         for name, value in call.arguments.items():
             if name in defaults and defaults[name] == value:
                 continue
-            marks.extend(mark for mark in map(evidence.grounds, _leaves(value)) if mark is not None)
+            marks.extend(
+                mark for mark in map(evidence.grounds, scalar_leaves(value)) if mark is not None
+            )
     return sum(marks) / len(marks) if marks else None
 
 

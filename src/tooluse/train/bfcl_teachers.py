@@ -36,7 +36,13 @@ from tooluse.train.relevance import (
     relevance_conversations,
 )
 
-__all__ = ["BFCL_TEACHERS", "NO_TOOL_REPLY", "bfcl_relevance_cases", "bfcl_teacher_conversations"]
+__all__ = [
+    "BFCL_TEACHERS",
+    "NO_TOOL_REPLY",
+    "bfcl_relevance_cases",
+    "bfcl_teacher_conversations",
+    "first_turn",
+]
 
 BFCL_TEACHERS = ("bfcl:multi_turn_calls", "bfcl:relevance")
 #: Single-turn categories with requests their functions serve, outside the held-out table.
@@ -102,7 +108,7 @@ def _irrelevance(split: str, size: int, seed: int) -> list[Conversation]:
     return conversations
 
 
-def _first_turn(entry: Any, rng: random.Random) -> Conversation | None:
+def first_turn(entry: Any, rng: random.Random) -> Conversation | None:
     from tooluse.evals.bfcl.world import function_docs, ground_truth_calls
 
     calls = ground_truth_calls(entry)[0] if entry.ground_truth else []
@@ -140,7 +146,7 @@ def _multi_turn_calls(split: str, size: int, seed: int) -> list[Conversation]:
     keep = split_indices([e.id for e in entries], split, salt="bfcl:multi_turn_base")
     conversations = []
     for entry in (entries[i] for i in keep):  # the environment's own split of the entries
-        conversation = _first_turn(entry, rng)
+        conversation = first_turn(entry, rng)
         if conversation is not None:
             conversations.append(conversation)
         if len(conversations) == size:

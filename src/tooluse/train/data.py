@@ -41,6 +41,7 @@ from tooluse.train.relevance import (
     cases_from_conversations,
     relevance_conversations,
 )
+from tooluse.train.result_answers import RESULT_ANSWERS, AnswerWriting, result_answers
 from tooluse.train.word_problems import program_from_solution
 
 __all__ = [
@@ -71,7 +72,9 @@ BFCL_SINGLE_TURN = tuple(n for n in SINGLE_TURN_ENVIRONMENTS if n != "bfcl:live_
 #: with their accepted calls, or in text where no call is right
 #: (:mod:`tooluse.evals.bfcl.single_turn`); the last two teach which tool to call and the
 #: yes/no question of ``YesNoDecider`` (:mod:`tooluse.train.bfcl_teachers`;
-#: ``relevance:NAME`` asks it of any teacher); the τ²-bench domains play each task's
+#: ``relevance:NAME`` asks it of any teacher); ``bfcl:multi_turn_answers`` the text reply after
+#: real results, written by another model and kept when grounded
+#: (:mod:`tooluse.train.result_answers`); the τ²-bench domains play each task's
 #: expected actions (with the scripted customer, or solo), and NESTFUL and ComplexFuncBench
 #: make their gold call sequences (their environments' ``gold_script``).
 TEACHERS = (
@@ -87,6 +90,7 @@ TEACHERS = (
     *BFCL_SINGLE_TURN,
     "bfcl:multi_turn_calls",
     "bfcl:relevance",
+    RESULT_ANSWERS,
     "tau2:airline",
     "tau2:retail",
     "tau2:telecom",
@@ -394,6 +398,13 @@ def teacher_data(  # noqa: PLR0913 - the source's settings, keyword-only
     if environment in BFCL_TEACHERS:
         found = bfcl_teacher_conversations(environment, split=split, size=size, seed=seed)
         return TeacherData(conversations=tuple(found))
+    if environment == RESULT_ANSWERS:
+        try:
+            how = AnswerWriting(**(options or {}))
+        except TypeError as exc:
+            raise TrainDataError(f"{environment}: {exc}") from exc
+        written, left = result_answers(split=split, size=size, seed=seed, how=how)
+        return TeacherData(conversations=tuple(written), rejected=tuple(left))
     return _played_conversations(
         environment, split=split, size=size, seed=seed, answer=answer, options=options or {}
     )

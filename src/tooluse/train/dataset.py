@@ -34,6 +34,7 @@ from tooluse.train.data import TrainDataError, read_sft_jsonl, teacher_data
 from tooluse.train.leaks import Leak, LeakIndex, TestItem
 from tooluse.train.recipe import Recipe
 from tooluse.train.relevance import RELEVANCE_PREFIX
+from tooluse.train.result_answers import RESULT_ANSWERS
 from tooluse.train.sft import write_json
 
 __all__ = [
@@ -82,7 +83,11 @@ BENCHMARK_TEST_SPLITS = (
     "complexfuncbench",
 )
 #: Teachers whose test split is another's.
-_TESTED_AS = {"bfcl:multi_turn_calls": "bfcl:multi_turn_base", "bfcl:relevance": ""}
+_TESTED_AS = {
+    "bfcl:multi_turn_calls": "bfcl:multi_turn_base",
+    RESULT_ANSWERS: "bfcl:multi_turn_base",
+    "bfcl:relevance": "",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
