@@ -6,10 +6,13 @@ found. This teacher takes the first request of each ``multi_turn_base`` train en
 functions and decoys as in ``bfcl:multi_turn_calls``), runs the entry's ground-truth calls in
 BFCL's own classes, and asks a *writer* model (the untouched base model by default) for the
 reply that follows the results. A reply is kept when it is grounded: it ends on its own (not
-cut at ``max_tokens``), calls nothing, and says at least one value of the results that neither
-the request nor the calls' arguments hold (a file's content, a price, a list's entries).
-Up to ``samples`` replies are drawn per request, in order; requests whose results hold no new
-value (``mkdir`` returns ``None``) or whose replies are never grounded are left out and listed.
+cut at ``max_tokens``), calls nothing, is at most ``MAX_REPLY_CHARS`` of plain text (no code,
+no call syntax), says at least one value of the results that neither the request nor the calls'
+arguments hold (a file's content, a price, a list's entries), and has no number that the
+request, the arguments and the results lack. Up to ``samples`` replies are drawn per request,
+in order. Left out and listed: requests that are a test item of another multi-turn category
+(before the writer runs), requests whose functions do not fit a training sequence, results
+with no new value (``mkdir`` returns ``None``), and requests never answered grounded.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tooluse.local.grounding import scalar_leaves
 from tooluse.messages import ChatMessage, ToolCall, ToolResult
+from tooluse.providers.base import Backend
 from tooluse.train.conversation import Conversation
 
 __all__ = [
@@ -92,6 +95,9 @@ def _said(value: str, text: str, words: Sequence[str]) -> bool:
 def new_values(outputs: Sequence[str], known: str) -> list[str]:
     """The scalar values of the tool ``outputs`` (JSON or Python literals, else the text itself)
     that ``known`` (the request and the call arguments) does not already hold."""
+    # imported here: tooluse.local needs the local extra, which `tooluse train` names if missing
+    from tooluse.local.grounding import scalar_leaves
+
     known_words = _words(known)
     found: list[str] = []
     for output in outputs:
@@ -146,7 +152,7 @@ def _messages(entry: Any, conversation: Conversation) -> tuple[list[ChatMessage]
 
 
 def _written(
-    backend: Any,
+    backend: Backend,
     messages: Sequence[ChatMessage],
     conversation: Conversation,
     how: AnswerWriting,
@@ -188,7 +194,7 @@ def multi_turn_test_requests() -> frozenset[str]:
 
 
 def _answered(
-    entry: Any, asked: Conversation, backend: Any, how: AnswerWriting, seed: int
+    entry: Any, asked: Conversation, backend: Backend, how: AnswerWriting, seed: int
 ) -> Conversation | str:
     """The entry's conversation with a grounded reply, or why it has none."""
     messages, outputs = _messages(entry, asked)
@@ -213,7 +219,7 @@ def result_answers(
     size: int = 200,
     seed: int = 0,
     how: AnswerWriting | None = None,
-    backend: Any = None,
+    backend: Backend | None = None,
 ) -> tuple[list[Conversation], list[str]]:
     """At most ``size`` conversations (request, calls, results, grounded reply) of the
     ``split`` entries, and the entries left out (``"id (why)"``): among them those whose
@@ -230,7 +236,7 @@ def result_answers(
     keep = split_indices([e.id for e in entries], split, salt="bfcl:multi_turn_base")
     tested = multi_turn_test_requests()
     owned = backend is None
-    backend = load_model(how.writer) if owned else backend
+    writer = load_model(how.writer) if backend is None else backend
     conversations: list[Conversation] = []
     rejected: list[str] = []
     try:
@@ -244,13 +250,13 @@ def result_answers(
             if asked.messages[0].content.strip() in tested:
                 rejected.append(f"{entry.id} (its request is a multi-turn test item)")
                 continue
-            answered = _answered(entry, asked, backend, how, seed + number)
+            answered = _answered(entry, asked, writer, how, seed + number)
             if isinstance(answered, str):
                 rejected.append(f"{entry.id} ({answered})")
             else:
                 conversations.append(answered)
     finally:
-        close = getattr(backend, "close", None)
+        close = getattr(writer, "close", None)
         if owned and callable(close):
             close()
     return conversations, rejected
