@@ -163,11 +163,11 @@ def _written(
     """The writer's first grounded reply in ``how.samples`` draws, or None."""
     from tooluse.providers.base import SamplingParams
 
-    asked = [ChatMessage.system(how.prompt), *messages] if how.prompt else list(messages)
     for draw in range(how.samples):
         params = SamplingParams(
             temperature=how.temperature, max_tokens=how.max_tokens, seed=seed * 1000 + draw
         )
+        asked = [ChatMessage.system(how.prompt), *messages] if how.prompt else list(messages)
         result = backend.generate(asked, conversation.tools, params, tool_choice="none")
         text = (result.text or "").strip()
         if result.tool_calls or not text or result.finish_reason == "length":
@@ -180,13 +180,16 @@ def _written(
 def multi_turn_test_requests() -> frozenset[str]:
     """Every request of a test entry of BFCL's four multi-turn categories: they share
     requests, each split on its own, so a train entry's request is often another's test item."""
-    from tooluse.evals.bfcl.world import MULTI_TURN_CATEGORIES
-    from tooluse.train.dataset import test_items  # the leak check's own test items
+    from tooluse.envs.splits import split_of
+    from tooluse.evals.bfcl.world import MULTI_TURN_CATEGORIES, load_multi_turn
 
     return frozenset(
-        item.text.strip()
+        turn.strip()
         for category in MULTI_TURN_CATEGORIES
-        for item in test_items(f"bfcl:{category}")
+        for entry in load_multi_turn(category)
+        if split_of(entry.id, salt=f"bfcl:{category}") == "test"
+        for turn in entry.turns
+        if isinstance(turn, str)
     )
 
 
