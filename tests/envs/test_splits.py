@@ -100,6 +100,36 @@ def test_bfcl_multi_turn_splits_disjoint():
     assert len(test) >= 50
 
 
+def test_bfcl_multi_turn_categories_split_together_by_entry_number():
+    """The four categories ask the same requests under the same number: entry N of every
+    category sits in multi_turn_base_N's split, so no category's train entry is another's test
+    entry, and multi_turn_base keeps the split it always had."""
+    from tooluse.evals.bfcl.world import (
+        MULTI_TURN_CATEGORIES,
+        load_multi_turn,
+        multi_turn_test_requests,
+    )
+
+    def number(task_id: str) -> str:
+        return task_id.rsplit("_", 1)[-1]
+
+    base = load_multi_turn("multi_turn_base")
+    old_test = {number(e.id) for e in base if split_of(e.id, salt="bfcl:multi_turn_base") == "test"}
+    for category in MULTI_TURN_CATEGORIES:
+        test = environment_registry.get(name=f"bfcl:{category}", split="test")
+        train = environment_registry.get(name=f"bfcl:{category}", split="train")
+        assert {number(t.id) for t in test.tasks} == old_test, category
+        assert not {number(t.id) for t in train.tasks} & old_test, category
+    tested = multi_turn_test_requests()
+    train_first_turns = [
+        t.prompt.strip()
+        for category in MULTI_TURN_CATEGORIES
+        for t in environment_registry.get(name=f"bfcl:{category}", split="train").tasks
+    ]
+    # Only a request asked under two different numbers can still be on both sides.
+    assert sum(prompt in tested for prompt in train_first_turns) <= len(MULTI_TURN_CATEGORIES)
+
+
 def test_bfcl_single_turn_split_disjoint_and_large_enough():
     from tooluse.evals.bfcl.data import load_bfcl_category, select_entries
 

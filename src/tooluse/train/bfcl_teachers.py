@@ -138,14 +138,11 @@ def first_turn(entry: Any, rng: random.Random) -> Conversation | None:
 
 
 def _multi_turn_calls(split: str, size: int, seed: int) -> list[Conversation]:
-    from tooluse.envs.splits import split_indices
-    from tooluse.evals.bfcl.world import load_multi_turn
+    from tooluse.evals.bfcl.world import multi_turn_split_entries
 
     rng = random.Random(seed)
-    entries = load_multi_turn("multi_turn_base")
-    keep = split_indices([e.id for e in entries], split, salt="bfcl:multi_turn_base")
     conversations = []
-    for entry in (entries[i] for i in keep):  # the environment's own split of the entries
+    for entry in multi_turn_split_entries("multi_turn_base", split):  # the environment's split
         conversation = first_turn(entry, rng)
         if conversation is not None:
             conversations.append(conversation)

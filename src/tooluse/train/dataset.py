@@ -108,16 +108,13 @@ def _bfcl_items(name: str) -> list[TestItem]:
         load_format_sensitivity,
         split_of_entry,
     )
-    from tooluse.evals.bfcl.world import load_multi_turn
+    from tooluse.evals.bfcl.world import multi_turn_split_entries
 
     category = name.removeprefix("bfcl:")
     if category.startswith("multi_turn"):
-        from tooluse.envs.splits import split_of
-
         return [
             TestItem(source=name, id=f"{entry.id}/turn{number}", text=turn)
-            for entry in load_multi_turn(category)
-            if split_of(entry.id, salt=name) == "test"
+            for entry in multi_turn_split_entries(category, "test")
             for number, turn in enumerate(entry.turns)
         ]
     if category == "format_sensitivity":

@@ -10,8 +10,9 @@ cut at ``max_tokens``), calls nothing, is at most ``MAX_REPLY_CHARS`` of plain t
 no call syntax), says at least one value of the results that neither the request nor the calls'
 arguments hold (a file's content, a price, a list's entries), and has no number that the
 request, the arguments and the results lack. Up to ``samples`` replies are drawn per request,
-in order. Left out and listed: requests that are a test item of another multi-turn category
-(before the writer runs), requests whose functions do not fit a training sequence, results
+in order. Left out and listed: requests that are a multi-turn test item (the categories are
+split together by entry number, but one request is asked under two numbers; checked before the
+writer runs), requests whose functions do not fit a training sequence, results
 with no new value (``mkdir`` returns ``None``), and requests never answered grounded.
 """
 
@@ -35,7 +36,6 @@ __all__ = [
     "grounded_reply",
     "new_values",
     "result_answers",
-    "multi_turn_test_requests",
 ]
 
 RESULT_ANSWERS = "bfcl:multi_turn_answers"
@@ -177,22 +177,6 @@ def _written(
     return None
 
 
-def multi_turn_test_requests() -> frozenset[str]:
-    """Every request of a test entry of BFCL's four multi-turn categories: they share
-    requests, each split on its own, so a train entry's request is often another's test item."""
-    from tooluse.envs.splits import split_of
-    from tooluse.evals.bfcl.world import MULTI_TURN_CATEGORIES, load_multi_turn
-
-    return frozenset(
-        turn.strip()
-        for category in MULTI_TURN_CATEGORIES
-        for entry in load_multi_turn(category)
-        if split_of(entry.id, salt=f"bfcl:{category}") == "test"
-        for turn in entry.turns
-        if isinstance(turn, str)
-    )
-
-
 def _answered(
     entry: Any, asked: Conversation, backend: Backend, how: AnswerWriting, seed: int
 ) -> Conversation | str:
@@ -225,22 +209,20 @@ def result_answers(
     ``split`` entries, and the entries left out (``"id (why)"``): among them those whose
     request is a test item of a multi-turn category (asked before the writer runs).
     ``backend`` writes instead of loading ``how.writer`` (and is left open)."""
-    from tooluse.envs.splits import split_indices
-    from tooluse.evals.bfcl.world import load_multi_turn
+    from tooluse.evals.bfcl.world import multi_turn_split_entries, multi_turn_test_requests
     from tooluse.providers.model_registry import load_model
     from tooluse.train.bfcl_teachers import first_turn
 
     how = how or AnswerWriting()
     rng = random.Random(seed)
-    entries = load_multi_turn("multi_turn_base")
-    keep = split_indices([e.id for e in entries], split, salt="bfcl:multi_turn_base")
+    entries = multi_turn_split_entries("multi_turn_base", split)
     tested = multi_turn_test_requests()
     owned = backend is None
     writer = load_model(how.writer) if backend is None else backend
     conversations: list[Conversation] = []
     rejected: list[str] = []
     try:
-        for number, entry in enumerate(entries[i] for i in keep):
+        for number, entry in enumerate(entries):
             if len(conversations) == size:
                 break
             asked = first_turn(entry, rng)

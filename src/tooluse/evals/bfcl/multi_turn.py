@@ -54,7 +54,6 @@ from tooluse.envs.rewards import (
     call_key,
     compute_signals,
 )
-from tooluse.envs.splits import split_indices
 from tooluse.errors import ToolArgumentError
 from tooluse.evals.bfcl.data import tool_from_bfcl_function
 from tooluse.evals.bfcl.rewards import BFCLResponseReward, BFCLStateReward
@@ -66,7 +65,7 @@ from tooluse.evals.bfcl.world import (
     World,
     check_turn,
     function_docs,
-    load_multi_turn,
+    multi_turn_split_entries,
 )
 from tooluse.messages import ToolCall, ToolResult
 from tooluse.tools.definition import ToolDefinition
@@ -109,8 +108,9 @@ class BFCLMultiTurnEnvironment(ToolEnvironment):
 
     ``max_steps`` caps the steps of one user turn (BFCL's cap is 20). ``tool_types`` is
     accepted for the registry's sake; the tools are always the entry's BFCL functions.
-    ``split`` keeps the entries of that split (see :mod:`tooluse.envs.splits`), then ``limit``
-    only the first of them.
+    ``split`` keeps the entries of that split (the four categories split together by entry
+    number, see :func:`~tooluse.evals.bfcl.world.multi_turn_split`), then ``limit`` only the
+    first of them.
     """
 
     def __init__(
@@ -128,9 +128,7 @@ class BFCLMultiTurnEnvironment(ToolEnvironment):
                 f"unknown BFCL multi-turn category {category!r}; "
                 f"known: {', '.join(MULTI_TURN_CATEGORIES)}"
             )
-        entries = load_multi_turn(category)
-        keep = split_indices([e.id for e in entries], split, salt=f"bfcl:{category}")
-        entries = tuple(entries[i] for i in keep)
+        entries = multi_turn_split_entries(category, split)
         if limit is not None:
             entries = entries[:limit]
         self._entries: tuple[MultiTurnEntry, ...] = entries

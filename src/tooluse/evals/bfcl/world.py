@@ -27,6 +27,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from tooluse.envs.splits import check_split, split_of
+
 __all__ = [
     "ADDED_FUNCTIONS_MESSAGE",
     "MULTI_TURN_CATEGORIES",
@@ -40,6 +42,9 @@ __all__ = [
     "ground_truth_calls",
     "keyword_arguments",
     "load_multi_turn",
+    "multi_turn_split",
+    "multi_turn_split_entries",
+    "multi_turn_test_requests",
     "parse_call",
     "render_result",
 ]
@@ -158,6 +163,37 @@ def load_multi_turn(category: str) -> tuple[MultiTurnEntry, ...]:
             )
         )
     return tuple(entries)
+
+
+def multi_turn_split(entry: MultiTurnEntry) -> str:
+    """The split (``"train"`` or ``"test"``) of a multi-turn entry.
+
+    The four categories ask the same requests under the same entry number (``miss_func``,
+    ``miss_param`` and ``long_context`` are ``multi_turn_base`` with a function held back, a
+    parameter left out or a longer world), so all four are split together: entry N of every
+    category goes where ``multi_turn_base_N`` goes, and no train entry of one category is
+    another's test item."""
+    number = entry.id.rsplit("_", 1)[-1]
+    return split_of(f"multi_turn_base_{number}", salt="bfcl:multi_turn_base")
+
+
+def multi_turn_split_entries(category: str, split: str | None) -> tuple[MultiTurnEntry, ...]:
+    """The entries of ``category`` in ``split`` (all of them when ``split`` is None)."""
+    entries = load_multi_turn(category)
+    if check_split(split) is None:
+        return entries
+    return tuple(e for e in entries if multi_turn_split(e) == split)
+
+
+def multi_turn_test_requests() -> frozenset[str]:
+    """Every user request of a test entry of the four multi-turn categories."""
+    return frozenset(
+        turn.strip()
+        for category in MULTI_TURN_CATEGORIES
+        for entry in multi_turn_split_entries(category, "test")
+        for turn in entry.turns
+        if turn.strip()
+    )
 
 
 @lru_cache(maxsize=16)
