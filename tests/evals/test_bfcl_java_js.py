@@ -262,7 +262,7 @@ def test_local_model_on_three_entries_of_each_language(tmp_path):
             "eval",
             "bfcl",
             "-m",
-            "local",
+            "local:base",
             "-c",
             "non_python",
             "--limit",

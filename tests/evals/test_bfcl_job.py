@@ -356,12 +356,18 @@ def test_embedded_model_gives_identical_results_locally_and_on_ray(tmp_path):
     # item's decision can depend on what is decoded beside it (simple_python_142 calls beside
     # parallel_163 and answers in text alone; the benchmarks count how often verdicts differ).
     local = run_bfcl_job(
-        entries, "local", options, tmp_path / "local", progress=False, concurrency=8
+        entries, "local:base", options, tmp_path / "local", progress=False, concurrency=8
     )
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         remote = run_bfcl_job(
-            entries, "local", options, tmp_path / "ray", engine="ray", workers=1, progress=False
+            entries,
+            "local:base",
+            options,
+            tmp_path / "ray",
+            engine="ray",
+            workers=1,
+            progress=False,
         )
     finally:
         ray.shutdown()

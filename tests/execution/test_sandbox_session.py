@@ -68,6 +68,23 @@ def test_a_timeout_restarts_the_session_and_says_the_variables_are_gone():
         assert session.starts == 2
 
 
+def test_garbage_written_on_every_pipe_stops_the_call_with_a_clear_reason():
+    """Code can reach the session's reply pipe by number: a reply that is not a cell's status
+    says so (it is not reported as a bare kill) and the next call starts a fresh interpreter."""
+    garbage = (
+        "import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'not json\\n')\n"
+        "    except OSError:\n        pass\nprint('after')"
+    )
+    with SANDBOX.session() as session:
+        result = session.run(garbage)
+        assert not result.ok and not result.timed_out
+        assert "is not a cell's status on the sandbox's reply pipe" in result.error
+        assert "variables are lost" in result.error
+        assert result.metadata["session_reset"] is True
+        again = session.run("print('fresh')")
+        assert again.ok and again.output == "fresh" and session.starts == 2
+
+
 def test_memory_and_output_limits_apply_per_call():
     with PythonSandbox(timeout=10.0, memory_mb=256, max_output_chars=300).session() as session:
         big = session.run("block = bytearray(10 * 1024 ** 3)")

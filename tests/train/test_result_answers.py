@@ -129,9 +129,13 @@ def test_the_teacher_is_a_recipe_source_and_its_bad_options_are_named():
 def test_the_untouched_local_model_writes_only_grounded_replies_and_every_entry_is_counted():
     from tooluse.evals.bfcl.world import multi_turn_split_entries
 
-    kept, left = result_answers(how=AnswerWriting(samples=2))
+    # until the first kept reply: every entry on the way is kept or named, in the split's order
+    kept, left = result_answers(size=1, how=AnswerWriting(samples=2))
     train = multi_turn_split_entries("multi_turn_base", "train")
-    assert len(kept) + len(left) == len(train)
+    visited = {c.source.removeprefix("bfcl:").removesuffix("/turn0-answer") for c in kept}
+    visited |= {reason.split(" (", 1)[0] for reason in left}
+    assert visited == {e.id for e in train[: len(kept) + len(left)]}
+    assert len(kept) == 1 or len(left) == len(train)
     reasons = {reason.split(" (", 1)[1].rstrip(")") for reason in left}
     assert reasons <= {
         "its functions do not fit",

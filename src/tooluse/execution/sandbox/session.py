@@ -244,6 +244,7 @@ class SandboxSession:
             stream.expect(marker)
         payload = code.encode("utf-8", "surrogatepass")
         status: int | None = None
+        garbled = False  # the code wrote on the reply pipe itself (it can reach its numbers)
         deadline = started + self.limits.timeout
         try:
             os.write(child.command_fd, f"{len(payload)} {len(marker)}\n".encode())
@@ -262,7 +263,9 @@ class SandboxSession:
                 reply += chunk
             if reply.endswith(b"\n"):
                 status = int(reply.strip() or b"1")
-        except (OSError, ValueError):
+        except ValueError:
+            status, garbled = None, True
+        except OSError:
             status = None
         timed_out = status is None and time.perf_counter() >= deadline
         if status is not None:
@@ -276,6 +279,8 @@ class SandboxSession:
         stderr, cut_err = streams[1].text()
         exit_code = status if status is not None else child.process.returncode
         error = error_reason(exit_code, timed_out, self.limits.timeout, stderr)
+        if garbled:
+            error = "it wrote something that is not a cell's status on the sandbox's reply pipe"
         if status is None:
             error = f"{error or 'the interpreter ended'}; {RESET_NOTE}"
             self._state.stop()
