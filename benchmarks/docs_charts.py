@@ -87,16 +87,24 @@ def chart_training(results: dict[str, dict[str, Any]]) -> Any:
 
 
 def chart_bfcl(results: dict[str, dict[str, Any]]) -> Any:
-    """The embedded base model on every BFCL v4 category it was run on (``bfcl.json``)."""
-    base = results["bfcl"]["models"]["base"]
+    """The embedded model on every BFCL v4 category it was run on (``bfcl.json``): the base
+    model, and the trained one when it was measured."""
+    models = results["bfcl"]["models"]
+    base = models["base"]
     labels = [c for c, row in base["categories"].items() if row.get("total")]
-    values = [
-        base["categories"][c]["correct"] / base["categories"][c]["total"] * 100 for c in labels
-    ]
-    figure, ax = plt.subplots(figsize=(7.5, 0.32 * len(labels) + 1))
-    _hbars(ax, labels, {"local:base": (values, TOOLUSE)})
+    series = {}
+    scores = []
+    for (label, record), color in zip(models.items(), (TOOLUSE, THIRD, BASELINE), strict=False):
+        rows = [record["categories"].get(c) or {"correct": 0, "total": 0} for c in labels]
+        values = [r["correct"] / r["total"] * 100 if r["total"] else 0 for r in rows]
+        series[record.get("model", label)] = (values, color)
+        scores.append(f"{label} {record['score']['overall']:.1%}")
+    figure, ax = plt.subplots(figsize=(7.5, 0.32 * len(labels) * len(series) + 1))
+    _hbars(ax, labels, series)
     ax.set_xlim(0, 110)
-    ax.set_xlabel(f"entries right (%); overall score {base['score']['overall']:.1%}")
+    ax.set_xlabel(f"entries right (%); overall score {', '.join(scores)}")
+    if len(series) > 1:
+        ax.legend(loc="lower right")
     return figure
 
 

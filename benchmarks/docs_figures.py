@@ -50,7 +50,8 @@ def _headline_models(r: Any) -> list[str]:
     code = sum(t["code_tokens_read"] for t in fanout.values())
     train = r.record("train")["evaluations"]
     arithmetic, bfcl = train["math:arithmetic"], train["bfcl"]
-    overall = r.record("bfcl")["models"]["base"]["score"]["overall"]
+    bfcl_models = r.record("bfcl")["models"]
+    overall = " -> ".join(f"{m['score']['overall']:.1%}" for m in bfcl_models.values())
     grounding = r.figures("grounding")["categories"]["irrelevance"]
     return [
         f"| embedded 135M model, forced tool calls ({local['constrained']['questions']} "
@@ -67,8 +68,8 @@ def _headline_models(r: Any) -> list[str]:
         f"-> {_count(bfcl['trained'])} | [per category]({TRAINING}) |",
         f"| grounding check on BFCL irrelevance (50 entries) | {grounding['off'][0]}/50 "
         f"-> {grounding['on'][0]}/50 right | [method]({BFCL}#the-grounding-check) |",
-        f"| BFCL v4 overall score, embedded base model (sampled categories) "
-        f"| {overall:.1%} | [every category]({BFCL}) |",
+        f"| BFCL v4 overall score, embedded model: {' -> '.join(bfcl_models)} (sampled "
+        f"categories) | {overall} | [every category]({BFCL}) |",
     ]
 
 

@@ -188,20 +188,18 @@ def render_bfcl(r: Any) -> str:
         cells = [_cell(models[k]["categories"].get(category)) for k in labels]
         lines.append(f"| {category} | " + " | ".join(cells) + " |")
     lines += _score_lines(models)
-    sensitivity = first.get("format_sensitivity") or {}
-    formats = sensitivity.get("formats", {})
-    seconds = sum(first["wall_seconds"].values())
     lines += [
         "",
         f"Not run, so counted as 0 in the score as bfcl-eval counts them: "
         f"{', '.join(missing) or 'none'}. Every other category is a sample (the score "
-        f"weighs the live categories by the sampled counts). Format sensitivity, apart from "
-        f"the score: {sum(f['correct'] for f in formats.values())}/"
-        f"{sum(f['total'] for f in formats.values())} right over {len(formats)} of 26 "
-        f"formats, largest difference {sensitivity.get('max_delta', 0):.0f} points, standard "
-        f"deviation {sensitivity.get('std', 0):.1f}. The {labels[0]} runs took "
-        f"{seconds / 60:.0f} minutes on the 2-core machine"
-        + (f" ({first['conditions']})." if first.get("conditions") else "."),
+        f"weighs the live categories by the sampled counts). "
+        + " ".join(_bfcl_model_sentence(label, found) for label, found in models.items())
+        + (
+            f" The commands are the {labels[0]} runs'; the others differ only in MODEL and in "
+            "the folder their runs go to."
+            if len(labels) > 1
+            else ""
+        ),
         "",
         "<!-- docs-test: parse-only: MODEL stands for the model string above; each runs for minutes"
         " to hours -->",
@@ -213,6 +211,22 @@ def render_bfcl(r: Any) -> str:
         "```",
     ]
     return "\n".join(lines)
+
+
+def _bfcl_model_sentence(label: str, found: dict[str, Any]) -> str:
+    """One model's format sensitivity (apart from the score) and the time its runs took."""
+    sensitivity = found.get("format_sensitivity") or {}
+    formats = sensitivity.get("formats", {})
+    seconds = sum(found["wall_seconds"].values())
+    conditions = f" ({found['conditions']})" if found.get("conditions") else ""
+    return (
+        f"{label} (`{found.get('model', label)}`): format sensitivity "
+        f"{sum(f['correct'] for f in formats.values())}/"
+        f"{sum(f['total'] for f in formats.values())} right over {len(formats)} of 26 formats, "
+        f"largest difference {sensitivity.get('max_delta', 0):.0f} points, standard deviation "
+        f"{sensitivity.get('std', 0):.1f}; its runs took {seconds / 60:.0f} minutes on the "
+        f"2-core machine{conditions}."
+    )
 
 
 def rows_kv_snapshots(r: Any) -> list[str]:
