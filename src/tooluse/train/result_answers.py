@@ -163,11 +163,11 @@ def _written(
     """The writer's first grounded reply in ``how.samples`` draws, or None."""
     from tooluse.providers.base import SamplingParams
 
+    asked = [ChatMessage.system(how.prompt), *messages] if how.prompt else list(messages)
     for draw in range(how.samples):
         params = SamplingParams(
             temperature=how.temperature, max_tokens=how.max_tokens, seed=seed * 1000 + draw
         )
-        asked = [ChatMessage.system(how.prompt), *messages] if how.prompt else list(messages)
         result = backend.generate(asked, conversation.tools, params, tool_choice="none")
         text = (result.text or "").strip()
         if result.tool_calls or not text or result.finish_reason == "length":
