@@ -1,11 +1,16 @@
 """Training throughput on the CPU: SFT tokens per second, and rollouts per second on llama.cpp
-against transformers' ``generate`` (about 3 minutes on the 2-core machine; `python
+against transformers' ``generate`` (about 10 minutes on the 2-core machine; `python
 benchmarks/run_all.py train_speed` runs it alone, and nothing else should run beside it).
 
 - SFT: a few LoRA steps (rank 16, as ``tooluse train sft``) of ``run_sft`` on the scripted
   ``math:arithmetic`` teacher's turns; tokens trained per second of ``trainer.train``, against
   a forward pass alone (no gradient) over the same examples, the baseline: the ratio says what
   the backward pass and the optimiser cost on top of reading the tokens once.
+- Batches and activations: one pass over a mix of long turns (BFCL live_multiple, real
+  function docs) and short ones (arithmetic) in random batches with the activations
+  recomputed in the backward pass (TRL's defaults), the baseline; the same with the
+  activations kept; and in batches sorted by length in windows of 4 (tooluse's default). Real
+  tokens trained per second of each, and the ratios to the baseline.
 - Base model: reading the GGUF with transformers (converted, then cached as safetensors)
   against reading that cache, the seconds every ``train`` command starts with.
 - Rollouts: the same ``math:arithmetic`` episodes played by ``play_rollouts`` (the GRPO
@@ -95,6 +100,43 @@ def sft_figures(examples: list[Any]) -> dict[str, Any]:
     }
 
 
+def _mixed_examples(backend: Any) -> list[Any]:
+    """Half long BFCL turns, half short arithmetic ones, alternating."""
+    from tooluse.train.data import render_examples, teacher_conversations
+
+    long = render_examples(
+        teacher_conversations("bfcl:live_multiple", split="train", size=8), backend
+    )
+    short = render_examples(
+        teacher_conversations("math:arithmetic", split="train", size=8), backend
+    )
+    return [e for pair in zip(long[:8], short[:8], strict=True) for e in pair]
+
+
+def grouping_figures(examples: list[Any]) -> dict[str, Any]:
+    """Real tokens per second of one pass over ``examples``: random batches with the
+    activations recomputed in the backward pass (TRL's defaults, and tooluse's before), the
+    baseline; random batches with the activations kept; and tooluse's defaults (length-grouped
+    batches, activations recomputed)."""
+    from tooluse.train.sft import SFTOptions, run_sft
+
+    figures: dict[str, Any] = {"mixed_examples": len(examples)}
+    arms = {"random": (1, True), "kept": (1, False), "grouped": (4, True)}
+    for label, (window, recompute) in arms.items():
+        with tempfile.TemporaryDirectory() as folder:
+            options = SFTOptions(
+                out=Path(folder), steps=len(examples) // BATCH, batch_size=BATCH,
+                max_length=1024, progress=False, length_window=window,
+                activation_checkpointing=recompute,
+            )  # fmt: skip
+            card = run_sft(examples, options, data={"environment": "mixed"})
+        figures[f"sft_{label}_tokens_per_second"] = card["metrics"]["tokens_per_second"]
+    base = figures["sft_random_tokens_per_second"]
+    figures["sft_kept_over_random"] = figures["sft_kept_tokens_per_second"] / base
+    figures["sft_grouped_over_random"] = figures["sft_grouped_tokens_per_second"] / base
+    return figures
+
+
 def _transformers_generate(stack: Any, model: Any, pad: int) -> Any:
     torch = stack.torch
 
@@ -157,7 +199,10 @@ def _play(generate: Any, backend: Any, codec: Any) -> tuple[float, int, int]:
 
 def rollout_figures(backend: Any) -> dict[str, Any]:
     """Episodes and model tokens per second, transformers against llama.cpp."""
+    import llama_cpp
+
     from tooluse.local.model_files import default_model_path
+    from tooluse.local.threads import llama_thread_options
     from tooluse.train.base_model import load_base_model
     from tooluse.train.rollout import TokenCodec
     from tooluse.train.runtime import import_training_stack
@@ -175,14 +220,23 @@ def rollout_figures(backend: Any) -> dict[str, Any]:
         tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     )
     figures: dict[str, Any] = {"episodes": EPISODES, "completion_tokens": COMPLETION_TOKENS}
+    # The backend's own Llama keeps a small context (its batch engine decodes); the rollouts
+    # need a whole episode's context, so the llama.cpp side gets a Llama of its own.
+    llm = llama_cpp.Llama(
+        model_path=str(default_model_path()), n_ctx=2048, seed=0, verbose=False,
+        **llama_thread_options(),
+    )  # fmt: skip
     generators = {
         "transformers": _transformers_generate(stack, model, pad),
-        "llama_cpp": _llama_generate(backend.llm, eos),
+        "llama_cpp": _llama_generate(llm, eos),
     }
-    for label, generate in generators.items():
-        seconds, tokens, episodes = _play(generate, backend, codec)
-        figures[f"{label}_episodes_per_second"] = episodes / seconds
-        figures[f"{label}_model_tokens_per_second"] = tokens / seconds
+    try:
+        for label, generate in generators.items():
+            seconds, tokens, episodes = _play(generate, backend, codec)
+            figures[f"{label}_episodes_per_second"] = episodes / seconds
+            figures[f"{label}_model_tokens_per_second"] = tokens / seconds
+    finally:
+        llm.close()
     for unit in ("episodes", "model_tokens"):
         figures[f"llama_cpp_{unit}_over_transformers"] = (
             figures[f"llama_cpp_{unit}_per_second"] / figures[f"transformers_{unit}_per_second"]
@@ -198,9 +252,11 @@ def main() -> dict[str, Any]:
     backend = LlamaCppBackend.default(n_ctx=2048, seed=0)
     try:
         examples = _examples(backend)
+        mixed = _mixed_examples(backend)
     finally:
         backend.close()
     figures = {"examples": len(examples), **base_model_figures(), **sft_figures(examples)}
+    figures.update(grouping_figures(mixed))
     backend = LlamaCppBackend.default(n_ctx=2048, seed=0)
     try:
         figures.update(rollout_figures(backend))

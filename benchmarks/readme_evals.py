@@ -266,6 +266,15 @@ def rows_train_speed(r: Any) -> list[str]:
         ),
         _row(
             "train_speed",
+            f"`train sft` on {f['mixed_examples']} turns, half long BFCL, half short "
+            "arithmetic, in batches grouped by length",
+            f"{f['sft_grouped_tokens_per_second']:.0f} tokens/s trained",
+            f"random batches: {f['sft_random_tokens_per_second']:.0f} tokens/s "
+            f"({f['sft_kept_tokens_per_second']:.0f} with the activations kept)",
+            f"{f['sft_grouped_over_random']:.2f}x",
+        ),
+        _row(
+            "train_speed",
             f"{f['episodes']} math:arithmetic rollouts (python tool), llama.cpp on the GGUF",
             f"{f['llama_cpp_episodes_per_second']:.2f} episodes/s, "
             f"{f['llama_cpp_model_tokens_per_second']:.0f} model tokens/s",
@@ -550,6 +559,32 @@ def render_rules(r: Any, name: str = "rules") -> str:
         shown = f"{variant} (`{suffix}`)" if suffix else f"{variant} (no suffix)"
         lines.append(
             f"| {shown} | " + " | ".join(cells) + f" | **{row['solved']}/{row['tried']}** |"
+        )
+    return "\n".join(lines)
+
+
+def render_sft_curve(r: Any) -> str:
+    """Validation after each stage of SFT on a recipe's gold data (``measure_sft_curve.py``):
+    the plain model on the clean slices, step 0 the untouched model."""
+    record = r.record("sft_curve")
+    stages = record["stages"]
+    names = list(next(iter(stages.values()))["by_env"])
+    lines = [
+        "| steps (`benchmarks/results/sft_curve.json`) | this stage trained | loss | "
+        + " | ".join(names)
+        + " | all |",
+        "|---|---|---|" + "---|" * (len(names) + 1),
+    ]
+    for steps in sorted(stages, key=int):
+        row = stages[steps]
+        cells = [f"{row['by_env'][n]['solved']}/{row['by_env'][n]['tried']}" for n in names]
+        train = row["train"]
+        trained = "untouched model" if train is None else f"{train['wall_seconds'] / 60:.0f} min"
+        loss = "" if train is None else f"{train['loss_last']:.2f}"
+        lines.append(
+            f"| {steps} | {trained} | {loss} | "
+            + " | ".join(cells)
+            + f" | **{row['solved']}/{row['tried']}** |"
         )
     return "\n".join(lines)
 

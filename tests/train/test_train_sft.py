@@ -177,3 +177,15 @@ def test_sft_trains_in_float32_whatever_trl_defaults_to(tmp_path):
     assert config.bf16 is False and config.fp16 is False and config.use_cpu
     assert (config.max_steps, config.per_device_train_batch_size) == (3, 2)
     assert config.completion_only_loss
+
+
+def test_sft_recomputes_activations_unless_asked_to_keep_them(tmp_path):
+    """Activation checkpointing (TRL's default) stays on unless the run asks to keep them."""
+    from tooluse.train.runtime import import_training_stack
+    from tooluse.train.sft import SFTOptions, sft_config
+
+    stack = import_training_stack()
+    plain = sft_config(stack, SFTOptions(out=tmp_path))
+    kept = sft_config(stack, SFTOptions(out=tmp_path, activation_checkpointing=False))
+    assert plain.activation_checkpointing is True and plain.gradient_checkpointing is True
+    assert kept.activation_checkpointing is False and kept.gradient_checkpointing is False

@@ -129,3 +129,39 @@ def test_rft_samples_from_a_served_model_and_trains_the_transformers_base(tiny_m
     run_card = json.loads((out / "card.json").read_text())
     assert run_card["rollout_model"] == rollout
     assert [row["round"] for row in run_card["curve"]] == [0, 1]
+
+
+def test_the_trainer_reads_length_grouped_batches(tiny_model, tmp_path):
+    """The SFT trainer's batches: every example once per epoch, and with the default window
+    far less padding than random batches of the same examples."""
+    from tooluse.train.data import TrainExample
+    from tooluse.train.runtime import import_training_stack
+    from tooluse.train.sft import SFTOptions, _trainer
+
+    stack = import_training_stack()
+    examples = [
+        TrainExample(
+            prompt="<|im_start|>user\n" + "word " * (10 if i % 2 else 300) + "<|im_end|>\n"
+            "<|im_start|>assistant\n",
+            completion=f"answer {i}<|im_end|>\n",
+            source="test",
+        )
+        for i in range(32)
+    ]
+
+    def epoch(window):
+        options = SFTOptions(
+            out=tmp_path / f"w{window}", steps=4, batch_size=4, max_length=640,
+            base_model=tiny_model, length_window=window, progress=False,
+        )  # fmt: skip
+        trainer, _ = _trainer(stack, examples, options)
+        batches = list(trainer.get_train_dataloader())
+        real = sum(int(b["attention_mask"].sum()) for b in batches)
+        padded = sum(b["attention_mask"].numel() for b in batches)
+        return len(batches), real, padded
+
+    grouped, plain = epoch(4), epoch(1)
+    assert grouped[0] == plain[0] == 8
+    assert grouped[1] == plain[1]  # the same tokens, every example once
+    # half the examples short, half long: random batches are about half padding
+    assert grouped[1] / grouped[2] > plain[1] / plain[2] + 0.2

@@ -49,6 +49,14 @@ BatchOption = Annotated[int, typer.Option("--batch-size", min=1, help="Examples 
 RateOption = Annotated[float, typer.Option("--learning-rate", help="AdamW learning rate.")]
 RankOption = Annotated[int, typer.Option("--rank", min=1, help="LoRA rank (alpha is twice it).")]
 LengthOption = Annotated[int, typer.Option("--max-length", min=16, help="Tokens per example.")]
+WindowOption = Annotated[
+    int,
+    typer.Option(
+        "--length-window",
+        min=1,
+        help="Batches sorted by length together, so a batch pads little (1: random batches).",
+    ),
+]
 SaveOption = Annotated[int, typer.Option("--save-steps", min=1, help="Checkpoint every N steps.")]
 MinutesOption = Annotated[
     float | None, typer.Option("--max-minutes", help="Stop (with a checkpoint) after this long.")
@@ -66,6 +74,13 @@ RecipeOption = Annotated[
     typer.Option("--recipe", help="A recipe file: sources, counts, seed, leak check (TOML)."),
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+CheckpointingOption = Annotated[
+    bool,
+    typer.Option(
+        "--activation-checkpointing/--keep-activations",
+        help="Recompute each layer's activations in the backward pass, or keep them (more memory).",
+    ),
+]
 
 
 def _fail(message: str) -> typer.Exit:
@@ -193,6 +208,8 @@ def sft_command(  # noqa: PLR0913 - one parameter per command-line option
         typer.Option("--adapter", help="Go on from a train sft adapter (GGUF); its rank wins."),
     ] = None,
     recipe: RecipeOption = None,
+    length_window: WindowOption = 4,
+    activation_checkpointing: CheckpointingOption = True,
     quiet: QuietOption = False,
 ) -> None:
     """Fine-tune a LoRA adapter on SFT data; write OUT/adapter.gguf and OUT/card.json."""
@@ -227,6 +244,8 @@ def sft_command(  # noqa: PLR0913 - one parameter per command-line option
         base_model=base,
         start_adapter=adapter,
         progress=not quiet,
+        length_window=length_window,
+        activation_checkpointing=activation_checkpointing,
     )
     with _one_line_errors():
         card = run_sft(examples, options, data=described)
@@ -317,6 +336,8 @@ def rft_command(  # noqa: PLR0913 - one parameter per command-line option
         int, typer.Option("--concurrency", min=1, help="Trajectories at once (rollout model).")
     ] = 1,
     base: BaseOption = None,
+    length_window: WindowOption = 4,
+    activation_checkpointing: CheckpointingOption = True,
     quiet: QuietOption = False,
 ) -> None:
     """Rejection sampling over several environments: sample, keep what each task's checker
@@ -341,6 +362,8 @@ def rft_command(  # noqa: PLR0913 - one parameter per command-line option
         max_minutes=max_minutes,
         base_model=base,
         progress=not quiet,
+        length_window=length_window,
+        activation_checkpointing=activation_checkpointing,
     )
     options = RFTOptions(
         environments=environments,

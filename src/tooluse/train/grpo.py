@@ -261,7 +261,7 @@ def _config(stack: TrainingStack, options: GRPOOptions) -> Any:
         report_to=[],
         use_cpu=True,
         bf16=False,  # float32, as the weights are read and as llama.cpp is compared against
-        gradient_checkpointing=False,  # a 135M model fits; recomputing would cost CPU time
+        activation_checkpointing=False,  # a 135M model fits; recomputing would cost CPU time
         dataloader_num_workers=0,
         disable_tqdm=not options.progress,
         lr_scheduler_type="constant",
